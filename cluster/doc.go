@@ -1,0 +1,16 @@
+// Package cluster owns the Raft node: its log and stable stores
+// (raft-boltdb/v2), snapshot store and transport, bootstrapping a fresh
+// data directory as a single-node cluster, proposing commands, and the read
+// barrier that makes reads linearizable.
+//
+// Writes: Apply encodes a command with the proposer's clock and waits for
+// its result. Errors are sorted into two kinds a client must be able to
+// tell apart: ErrNotLeader (the command was certainly not appended) and
+// ErrUnknownOutcome (it may still commit; the client should retry with the
+// same generations, which makes a retry safe).
+//
+// Reads: ReadBarrier confirms leadership (VerifyLeader) after noting the
+// commit index, and waits until the FSM has applied that index. The first
+// read of a new term waits for a Barrier through the log, because
+// hashicorp/raft does not say when the new term's first entry committed.
+package cluster

@@ -1,0 +1,313 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/fsm/state"
+)
+
+var (
+	// ErrNotLeader: this node cannot take the request now and the command
+	// was certainly not appended to the log.
+	ErrNotLeader = errors.New("not the leader")
+	// ErrUnknownOutcome: the command was handed to Raft but leadership was
+	// lost or the node stopped before its result was known; it may commit.
+	ErrUnknownOutcome = errors.New("outcome of the write is unknown")
+)
+
+// Config says where a node keeps its data and how it is reached.
+type Config struct {
+	NodeID   string
+	RaftAddr string // host:port to bind; port 0 picks a free one
+	DataDir  string
+	// Bootstrap makes a fresh data directory a single-node cluster.
+	Bootstrap bool
+	// ApplyTimeout bounds how long Apply waits to enqueue and for a leader.
+	ApplyTimeout time.Duration
+	Logger       hclog.Logger
+	// Transport, when set, replaces the TCP transport (in-memory tests).
+	Transport raft.Transport
+	// InMemory keeps the log and snapshots in memory (tests only).
+	InMemory bool
+	// Tune, when set, may adjust the Raft configuration before start.
+	Tune func(*raft.Config)
+}
+
+// Node is one placementd Raft member.
+type Node struct {
+	cfg       Config
+	Raft      *raft.Raft
+	FSM       *fsm.FSM
+	transport raft.Transport
+	closers   []func() error
+
+	mu          sync.Mutex
+	readyTerm   uint64 // term whose barrier has completed
+	barrierWait chan struct{}
+}
+
+// Open starts a node over f with the configured stores.
+func Open(cfg Config, f *fsm.FSM) (*Node, error) {
+	if cfg.ApplyTimeout == 0 {
+		cfg.ApplyTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	}
+	n := &Node{cfg: cfg, FSM: f}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = cfg.Logger
+	rc.SnapshotThreshold = 8192
+	rc.TrailingLogs = 10240
+	if cfg.Tune != nil {
+		cfg.Tune(rc)
+	}
+
+	var (
+		logs   raft.LogStore
+		stable raft.StableStore
+		snaps  raft.SnapshotStore
+		err    error
+	)
+	if cfg.InMemory {
+		mem := raft.NewInmemStore()
+		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+	} else {
+		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+			return nil, err
+		}
+		bolt, err := raftboltdb.New(raftboltdb.Options{
+			Path: filepath.Join(cfg.DataDir, "raft.db"),
+			// Without freelist sync, writes stay fast after bursts.
+			BoltOptions:             &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
+			MsgpackUseNewTimeFormat: true,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("opening raft log in %s: %w", cfg.DataDir, err)
+		}
+		n.closers = append(n.closers, bolt.Close)
+		stable = bolt
+		if logs, err = raft.NewLogCache(512, bolt); err != nil {
+			return nil, err
+		}
+		if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
+
+	n.transport = cfg.Transport
+	if n.transport == nil {
+		addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+		if err != nil {
+			return nil, fmt.Errorf("raft address %q: %w", cfg.RaftAddr, err)
+		}
+		tcp, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
+			MaxPool: 3, Timeout: 10 * time.Second, Logger: cfg.Logger,
+			MsgpackUseNewTimeFormat: true,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("raft transport on %s: %w", addr, err)
+		}
+		n.transport = tcp
+		n.closers = append(n.closers, tcp.Close)
+	}
+
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(logs, stable, snaps)
+		if err != nil {
+			return nil, err
+		}
+		if !has {
+			conf := raft.Configuration{Servers: []raft.Server{{
+				ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter,
+			}}}
+			if err := raft.BootstrapCluster(rc, logs, stable, snaps, n.transport, conf); err != nil {
+				return nil, fmt.Errorf("bootstrapping: %w", err)
+			}
+			// A fresh single-node cluster elects itself at once instead of
+			// waiting a full heartbeat timeout, so it serves writes within
+			// a second of start. Membership changes restore the defaults.
+			if cfg.Tune == nil {
+				rc.HeartbeatTimeout = 100 * time.Millisecond
+				rc.ElectionTimeout = 100 * time.Millisecond
+				rc.LeaderLeaseTimeout = 100 * time.Millisecond
+			}
+		}
+	}
+	r, err := raft.NewRaft(rc, f, logs, stable, snaps, n.transport)
+	if err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	n.Raft = r
+	return n, nil
+}
+
+// RaftAddr is the address the node's transport listens on.
+func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
+
+// WaitLeader waits until some node is leader, or ctx ends.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	for {
+		if addr, _ := n.Raft.LeaderWithID(); addr != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// IsLeader reports whether this node is the leader now.
+func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }
+
+// Apply proposes cmd and returns its result: the command's value, its
+// *state.Error rejection, ErrNotLeader or ErrUnknownOutcome.
+func (n *Node) Apply(ctx context.Context, cmd state.Command) (any, error) {
+	data, err := fsm.Encode(cmd, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := n.awaitLeadership(ctx); err != nil {
+		return nil, err
+	}
+	fut := n.Raft.Apply(data, n.cfg.ApplyTimeout)
+	if err := fut.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+			errors.Is(err, raft.ErrEnqueueTimeout):
+			// Refused before it reached the log.
+			return nil, ErrNotLeader
+		default:
+			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+		}
+	}
+	res, ok := fut.Response().(fsm.Result)
+	if !ok {
+		return nil, fmt.Errorf("fsm returned %T", fut.Response())
+	}
+	return res.Value, res.Err
+}
+
+// awaitLeadership waits, bounded by the apply timeout, while the cluster
+// has no leader yet (a node just started); it fails at once when another
+// node leads.
+func (n *Node) awaitLeadership(ctx context.Context) error {
+	deadline := time.Now().Add(n.cfg.ApplyTimeout)
+	for {
+		switch n.Raft.State() {
+		case raft.Leader:
+			return nil
+		case raft.Shutdown:
+			return ErrNotLeader
+		}
+		if addr, id := n.Raft.LeaderWithID(); addr != "" && id != raft.ServerID(n.cfg.NodeID) {
+			return ErrNotLeader
+		}
+		if time.Now().After(deadline) {
+			return ErrNotLeader
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// ReadBarrier returns once a read of the local state would see every write
+// acknowledged before it was called: leadership is confirmed and the FSM
+// has applied the commit index noted beforehand.
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	if err := n.awaitLeadership(ctx); err != nil {
+		return err
+	}
+	if err := n.termBarrier(); err != nil {
+		return err
+	}
+	commit := n.Raft.CommitIndex()
+	if err := n.Raft.VerifyLeader().Error(); err != nil {
+		return ErrNotLeader
+	}
+	for n.Raft.AppliedIndex() < commit {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// termBarrier makes sure a Barrier has gone through the log in the current
+// term, so that everything committed by earlier leaders is applied here.
+func (n *Node) termBarrier() error {
+	term := n.currentTerm()
+	n.mu.Lock()
+	if n.readyTerm == term {
+		n.mu.Unlock()
+		return nil
+	}
+	if wait := n.barrierWait; wait != nil {
+		n.mu.Unlock()
+		<-wait
+		return n.termBarrier()
+	}
+	wait := make(chan struct{})
+	n.barrierWait = wait
+	n.mu.Unlock()
+
+	err := n.Raft.Barrier(n.cfg.ApplyTimeout).Error()
+	n.mu.Lock()
+	if err == nil {
+		n.readyTerm = term
+	}
+	n.barrierWait = nil
+	n.mu.Unlock()
+	close(wait)
+	if err != nil {
+		return ErrNotLeader
+	}
+	return nil
+}
+
+func (n *Node) currentTerm() uint64 { return n.Raft.CurrentTerm() }
+
+// Read runs fn over the state after a read barrier.
+func (n *Node) Read(ctx context.Context, fn func(s *state.Store)) error {
+	if err := n.ReadBarrier(ctx); err != nil {
+		return err
+	}
+	n.FSM.Read(fn)
+	return nil
+}
+
+// Shutdown stops Raft and closes the stores.
+func (n *Node) Shutdown() error {
+	err := n.Raft.Shutdown().Error()
+	n.closeStores()
+	return err
+}
+
+func (n *Node) closeStores() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+	n.closers = nil
+}

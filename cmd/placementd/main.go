@@ -1,0 +1,48 @@
+// Command placementd serves the OpenStack Placement API from a Raft
+// replicated state machine. See README.md and docs/.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func usage() {
+	fmt.Fprint(os.Stderr, `placementd: the OpenStack Placement API on Raft, without SQL.
+
+Usage:
+  placementd serve [flags]     run a node (a fresh data dir starts a single-node cluster)
+  placementd version           print the version
+
+Run 'placementd serve --help' for the serve flags; every flag can also be
+set with an environment variable PLACEMENTD_<FLAG_NAME> (upper case, dashes
+as underscores).
+`)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "version", "--version":
+		fmt.Println("placementd", version)
+	case "help", "-h", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "placementd: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "placementd:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,115 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/snapshot"
+)
+
+// Result is what Apply returns through raft's ApplyFuture.Response: the
+// command's value, or its rejection.
+type Result struct {
+	Value any
+	Err   error
+}
+
+// FSM applies placement commands to the state.
+type FSM struct {
+	mu    sync.RWMutex
+	store *state.Store
+	// OnApply, when set, is called after each command with its kind and
+	// error (nil on success); used for metrics. It must not block.
+	OnApply func(kind string, err error)
+}
+
+// New returns an FSM over an empty state.
+func New() *FSM { return &FSM{store: state.New()} }
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	cmd, now, err := Decode(l.Data)
+	if err != nil {
+		// Continuing would let this replica diverge from the others.
+		panic(fmt.Sprintf("fsm: cannot decode log entry %d: %v", l.Index, err))
+	}
+	f.mu.Lock()
+	value, err := cmd.Apply(f.store, state.Meta{Index: l.Index, Time: now})
+	f.store.LastIndex = l.Index
+	f.mu.Unlock()
+	if f.OnApply != nil {
+		f.OnApply(cmd.Kind(), err)
+	}
+	return Result{Value: value, Err: err}
+}
+
+// ApplyCommand applies a command directly, outside Raft. Tests and tools
+// that build state without a cluster use it.
+func (f *FSM) ApplyCommand(cmd state.Command, m state.Meta) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return cmd.Apply(f.store, m)
+}
+
+// Read runs fn with the state under a read lock. fn must not keep
+// references to the state after it returns.
+func (f *FSM) Read(fn func(s *state.Store)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(f.store)
+}
+
+// Snapshot implements raft.FSM. The image is taken under the read lock; it
+// shares no mutable data with the store.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	img := f.store.Image()
+	f.mu.RUnlock()
+	return &fsmSnapshot{img: img}, nil
+}
+
+// Restore implements raft.FSM: it builds a new store from the snapshot and
+// swaps it in.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	img, err := snapshot.Read(rc)
+	if err != nil {
+		return err
+	}
+	store, err := state.Load(img)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.store = store
+	f.mu.Unlock()
+	return nil
+}
+
+// Digest is a hash of the whole state, equal on replicas that hold the
+// same state.
+func (f *FSM) Digest() (string, uint64) {
+	f.mu.RLock()
+	img := f.store.Image()
+	f.mu.RUnlock()
+	return snapshot.Digest(img), img.LastIndex
+}
+
+type fsmSnapshot struct{ img *state.Image }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := snapshot.Write(sink, s.img); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,265 @@
+package state
+
+import (
+	_ "embed"
+	"sort"
+	"strings"
+	"time"
+)
+
+// MinCustomClassID is the first identifier given to a CUSTOM_ resource
+// class; standard classes are numbered from 0 in file order, as upstream.
+const MinCustomClassID = 10000
+
+//go:embed standard_resource_classes.txt
+var standardClassesText string
+
+//go:embed standard_traits.txt
+var standardTraitsText string
+
+// StandardResourceClasses is the os-resource-classes list placementd knows.
+var StandardResourceClasses = lines(standardClassesText)
+
+// StandardTraits is the os-traits list placementd knows.
+var StandardTraits = lines(standardTraitsText)
+
+func lines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Provider is a resource provider.
+type Provider struct {
+	ID         int64 // creation order: listings are in this order, as upstream's id
+	UUID       string
+	Name       string
+	Generation int64
+	ParentUUID string // "" for a root
+	RootUUID   string
+	Created    time.Time
+	Updated    time.Time
+
+	Inventories map[string]*Inventory // by resource class name
+	Traits      map[string]bool
+	Aggregates  map[string]bool
+	// Usages is the sum of allocations against this provider per class, an
+	// index kept by every allocation change.
+	Usages map[string]int64
+}
+
+// Inventory is one resource class's inventory on a provider.
+type Inventory struct {
+	Total           int64
+	Reserved        int64
+	MinUnit         int64
+	MaxUnit         int64
+	StepSize        int64
+	AllocationRatio float64
+	Created         time.Time
+	Updated         time.Time
+}
+
+// Capacity is what may be allocated in all: (total - reserved) * ratio,
+// truncated as upstream's SQL does.
+func (inv *Inventory) Capacity() int64 {
+	return int64(float64(inv.Total-inv.Reserved) * inv.AllocationRatio)
+}
+
+// ResourceClass is a standard or CUSTOM_ class.
+type ResourceClass struct {
+	ID      int
+	Name    string
+	Created time.Time
+	Updated time.Time
+}
+
+// Standard reports whether the class is one of os-resource-classes.
+func (rc *ResourceClass) Standard() bool { return rc.ID < MinCustomClassID }
+
+// Trait is a standard or CUSTOM_ trait.
+type Trait struct {
+	Name     string
+	Standard bool
+	Created  time.Time
+	Updated  time.Time
+}
+
+// ConsumerType names a kind of consumer (INSTANCE, MIGRATION, ...).
+type ConsumerType struct {
+	ID      int
+	Name    string
+	Created time.Time
+	Updated time.Time
+}
+
+// UnknownConsumerType is how a consumer without a type is reported.
+const UnknownConsumerType = "unknown"
+
+// Consumer owns allocations.
+type Consumer struct {
+	UUID       string
+	ProjectID  string
+	UserID     string
+	Type       string // "" when the consumer has no type (reported as unknown)
+	Generation int64
+	Created    time.Time
+	Updated    time.Time
+	// Allocations in a deterministic order (provider ID, then class).
+	Allocations []Allocation
+}
+
+// Allocation is an amount of one class a consumer holds on one provider.
+type Allocation struct {
+	ProviderUUID string
+	Class        string
+	Used         int64
+	Created      time.Time
+	Updated      time.Time
+}
+
+// UsageKey addresses one entry of the project usage index. User "" holds a
+// whole project's totals; Type "" is the unknown consumer type.
+type UsageKey struct {
+	Project string
+	User    string
+	Type    string
+}
+
+// UsageTotals sums the allocations of the consumers under one UsageKey.
+type UsageTotals struct {
+	Consumers int
+	Used      map[string]int64
+}
+
+// Store is the whole placement state with its indexes.
+type Store struct {
+	Providers      map[string]*Provider // by uuid
+	ProviderByName map[string]string    // name -> uuid
+	Children       map[string]map[string]bool
+	AggregateIndex map[string]map[string]bool // aggregate -> provider uuids
+	TraitIndex     map[string]map[string]bool // trait -> provider uuids
+	// ProviderConsumers lists the consumers holding allocations on each
+	// provider.
+	ProviderConsumers map[string]map[string]bool
+
+	Classes       map[string]*ResourceClass
+	Traits        map[string]*Trait
+	ConsumerTypes map[string]*ConsumerType
+	Consumers     map[string]*Consumer
+	Usage         map[UsageKey]*UsageTotals
+
+	NextProviderID     int64
+	NextClassID        int
+	NextConsumerTypeID int
+	// LastIndex is the Raft index of the last command applied.
+	LastIndex uint64
+}
+
+// New returns a store holding only the standard resource classes and traits.
+// Their timestamps are the zero time: they exist from the beginning.
+func New() *Store {
+	s := &Store{
+		Providers:          map[string]*Provider{},
+		ProviderByName:     map[string]string{},
+		Children:           map[string]map[string]bool{},
+		AggregateIndex:     map[string]map[string]bool{},
+		TraitIndex:         map[string]map[string]bool{},
+		ProviderConsumers:  map[string]map[string]bool{},
+		Classes:            map[string]*ResourceClass{},
+		Traits:             map[string]*Trait{},
+		ConsumerTypes:      map[string]*ConsumerType{},
+		Consumers:          map[string]*Consumer{},
+		Usage:              map[UsageKey]*UsageTotals{},
+		NextProviderID:     1,
+		NextClassID:        MinCustomClassID,
+		NextConsumerTypeID: 1,
+	}
+	for i, name := range StandardResourceClasses {
+		s.Classes[name] = &ResourceClass{ID: i, Name: name}
+	}
+	for _, name := range StandardTraits {
+		s.Traits[name] = &Trait{Name: name, Standard: true}
+	}
+	return s
+}
+
+// Meta is what the proposing node fixed for a command: the time it counts
+// as happening at. Index is the Raft log index it was applied at.
+type Meta struct {
+	Index uint64
+	Time  time.Time
+}
+
+// Command is one replicated change. Apply runs inside the state machine and
+// must be deterministic; it returns a result value or an *Error, and changes
+// nothing when it returns an error.
+type Command interface {
+	Kind() string
+	Apply(s *Store, m Meta) (any, error)
+}
+
+var commandKinds = map[string]func() Command{}
+
+// RegisterCommand makes a command kind decodable from the log. Each command
+// family registers its kinds from an init function in its own file.
+func RegisterCommand(newCmd func() Command) {
+	kind := newCmd().Kind()
+	if _, dup := commandKinds[kind]; dup {
+		panic("state: command kind registered twice: " + kind)
+	}
+	commandKinds[kind] = newCmd
+}
+
+// NewCommand returns an empty command of the given kind, or nil if the kind
+// is unknown.
+func NewCommand(kind string) Command {
+	if f := commandKinds[kind]; f != nil {
+		return f()
+	}
+	return nil
+}
+
+// CommandKinds lists every registered kind, sorted.
+func CommandKinds() []string {
+	out := make([]string, 0, len(commandKinds))
+	for k := range commandKinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// addToSet adds member to the set stored under key in index.
+func addToSet(index map[string]map[string]bool, key, member string) {
+	set := index[key]
+	if set == nil {
+		set = map[string]bool{}
+		index[key] = set
+	}
+	set[member] = true
+}
+
+// removeFromSet removes member from the set under key, dropping empty sets.
+func removeFromSet(index map[string]map[string]bool, key, member string) {
+	if set := index[key]; set != nil {
+		delete(set, member)
+		if len(set) == 0 {
+			delete(index, key)
+		}
+	}
+}
+
+// SortedKeys returns a set's or map's keys in sorted order.
+func SortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,47 @@
+package state
+
+func init() {
+	RegisterCommand(func() Command { return &CreateTrait{} })
+	RegisterCommand(func() Command { return &DeleteTrait{} })
+}
+
+// CreateTrait creates a CUSTOM_ trait if it does not exist; the result says
+// whether it was created.
+type CreateTrait struct{ Name string }
+
+func (c *CreateTrait) Kind() string { return "trait.create" }
+
+// CreateTraitResult is the outcome of CreateTrait.
+type CreateTraitResult struct {
+	Trait   Trait
+	Created bool
+}
+
+func (c *CreateTrait) Apply(s *Store, m Meta) (any, error) {
+	if t, ok := s.Traits[c.Name]; ok {
+		return CreateTraitResult{Trait: *t}, nil
+	}
+	t := &Trait{Name: c.Name, Created: m.Time}
+	s.Traits[c.Name] = t
+	return CreateTraitResult{Trait: *t, Created: true}, nil
+}
+
+// DeleteTrait deletes a CUSTOM_ trait no provider has.
+type DeleteTrait struct{ Name string }
+
+func (c *DeleteTrait) Kind() string { return "trait.delete" }
+
+func (c *DeleteTrait) Apply(s *Store, m Meta) (any, error) {
+	t, ok := s.Traits[c.Name]
+	if !ok {
+		return nil, NotFoundf("No such trait(s): %s.", c.Name)
+	}
+	if t.Standard {
+		return nil, Errorf("Cannot delete standard trait %s.", c.Name)
+	}
+	if len(s.TraitIndex[c.Name]) > 0 {
+		return nil, Conflictf(CodeDefault, "The trait %s is in use by a resource provider.", c.Name)
+	}
+	delete(s.Traits, c.Name)
+	return nil, nil
+}

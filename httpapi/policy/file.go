@@ -1,0 +1,173 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// fileRule is one entry of a policy file.
+type fileRule struct {
+	name  string
+	check check
+	line  int // 0 when unknown (JSON fallback)
+}
+
+// loadFile reads a policy file: a YAML (or JSON, which is YAML) mapping of
+// rule names to check strings. As with oslo.policy (yaml.safe_load), a later
+// duplicate key wins, an empty file has no rules, a null value is the empty
+// check string (allow everyone) and a list value is the old list-of-lists
+// syntax.
+func loadFile(path string) ([]fileRule, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	rules, err := parseFileContents(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	return rules, nil
+}
+
+func parseFileContents(data []byte) ([]fileRule, error) {
+	var doc yaml.Node
+	yerr := yaml.Unmarshal(data, &doc)
+	if yerr != nil {
+		// libyaml (and so PyYAML) refuses some valid JSON, such as tab
+		// indentation; accept what encoding/json accepts.
+		if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+			if rules, err := parseJSONContents(data); err == nil {
+				return rules, nil
+			}
+		}
+		return nil, fmt.Errorf("not valid YAML or JSON: %v", yerr)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, nil // empty file
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+		return nil, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: expected a mapping of rule names to check strings", root.Line)
+	}
+	var out []fileRule
+	index := map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf("line %d: rule name must be a string", k.Line)
+		}
+		name := k.Value
+		c, err := yamlCheck(v)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: rule %q: %w", v.Line, name, err)
+		}
+		fr := fileRule{name: name, check: c, line: k.Line}
+		if j, dup := index[name]; dup {
+			out[j] = fr
+		} else {
+			index[name] = len(out)
+			out = append(out, fr)
+		}
+	}
+	return out, nil
+}
+
+func yamlCheck(v *yaml.Node) (check, error) {
+	for v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	switch v.Kind {
+	case yaml.ScalarNode:
+		switch v.ShortTag() {
+		case "!!str":
+			return parseRule(v.Value)
+		case "!!null":
+			return trueCheck{}, nil
+		}
+		return nil, fmt.Errorf("check string must be a string, not %s %q (quote it)", v.ShortTag(), v.Value)
+	case yaml.SequenceNode:
+		var list [][]string
+		for _, item := range v.Content {
+			switch item.Kind {
+			case yaml.ScalarNode:
+				if item.ShortTag() != "!!str" {
+					return nil, fmt.Errorf("list rule element must be a string, not %s %q", item.ShortTag(), item.Value)
+				}
+				list = append(list, []string{item.Value})
+			case yaml.SequenceNode:
+				var inner []string
+				for _, s := range item.Content {
+					if s.Kind != yaml.ScalarNode || s.ShortTag() != "!!str" {
+						return nil, fmt.Errorf("line %d: list rule element must be a string", s.Line)
+					}
+					inner = append(inner, s.Value)
+				}
+				list = append(list, inner)
+			default:
+				return nil, fmt.Errorf("line %d: list rule element must be a string or a list of strings", item.Line)
+			}
+		}
+		return parseListRule(list)
+	}
+	return nil, fmt.Errorf("check string must be a string")
+}
+
+func parseJSONContents(data []byte) ([]fileRule, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the JSON object")
+	}
+	var out []fileRule
+	for name, v := range m {
+		c, err := jsonCheck(v)
+		if err != nil {
+			return nil, fmt.Errorf("rule %q: %w", name, err)
+		}
+		out = append(out, fileRule{name: name, check: c})
+	}
+	return out, nil
+}
+
+func jsonCheck(v any) (check, error) {
+	switch v := v.(type) {
+	case string:
+		return parseRule(v)
+	case nil:
+		return trueCheck{}, nil
+	case []any:
+		var list [][]string
+		for _, item := range v {
+			switch item := item.(type) {
+			case string:
+				list = append(list, []string{item})
+			case []any:
+				var inner []string
+				for _, s := range item {
+					str, ok := s.(string)
+					if !ok {
+						return nil, fmt.Errorf("list rule element must be a string")
+					}
+					inner = append(inner, str)
+				}
+				list = append(list, inner)
+			default:
+				return nil, fmt.Errorf("list rule element must be a string or a list of strings")
+			}
+		}
+		return parseListRule(list)
+	}
+	return nil, fmt.Errorf("check string must be a string, not %s", strings.TrimSpace(fmt.Sprintf("%T", v)))
+}

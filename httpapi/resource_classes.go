@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/httpapi/schema"
+)
+
+// customClassPattern is upstream's CUSTOM_RC_PATTERN.
+const customClassPattern = `^CUSTOM\_[A-Z0-9_]+$`
+
+var postResourceClassSchema = schema.MustCompile(`{
+	"type": "object",
+	"properties": {
+		"name": {"type": "string", "pattern": "^CUSTOM\\_[A-Z0-9_]+$", "maxLength": 255}
+	},
+	"required": ["name"],
+	"additionalProperties": false
+}`)
+
+// requireVersion answers 404 (or the given status) below a handler's first
+// microversion, as upstream's version_handler does.
+func requireVersion(w http.ResponseWriter, r *http.Request, minor int) bool {
+	if !versionOf(r).AtLeast(minor) {
+		writeError(w, r, http.StatusNotFound, "", "")
+		return false
+	}
+	return true
+}
+
+func resourceClassJSON(name string) map[string]any {
+	return map[string]any{
+		"name":  name,
+		"links": []any{map[string]any{"rel": "self", "href": "/resource_classes/" + name}},
+	}
+}
+
+func (s *Server) listResourceClasses(w http.ResponseWriter, r *http.Request) {
+	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:list", nil) {
+		return
+	}
+	var out []any
+	var modified = zeroTime
+	if !s.read(w, r, func(st *state.Store) {
+		for _, rc := range st.ClassesByID() {
+			out = append(out, resourceClassJSON(rc.Name))
+			modified = latest(modified, latest(rc.Created, rc.Updated))
+		}
+	}) {
+		return
+	}
+	setLastModified(w, r, modified)
+	writeJSON(w, http.StatusOK, map[string]any{"resource_classes": out})
+}
+
+func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
+	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:show", nil) {
+		return
+	}
+	name := mux.Vars(r)["name"]
+	var rc *state.ResourceClass
+	if !s.read(w, r, func(st *state.Store) {
+		if found, ok := st.Classes[name]; ok {
+			c := *found
+			rc = &c
+		}
+	}) {
+		return
+	}
+	if rc == nil {
+		writeError(w, r, http.StatusNotFound, "No such resource class "+name+".", "")
+		return
+	}
+	setLastModified(w, r, latest(rc.Created, rc.Updated))
+	writeJSON(w, http.StatusOK, resourceClassJSON(rc.Name))
+}
+
+func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
+	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:create", nil) {
+		return
+	}
+	var body struct{ Name string }
+	if !decodeBody(w, r, postResourceClassSchema, &body) {
+		return
+	}
+	if _, ok := s.apply(w, r, &state.CreateResourceClass{Name: body.Name}); !ok {
+		return
+	}
+	w.Header().Set("Location", "/resource_classes/"+body.Name)
+	w.WriteHeader(http.StatusCreated)
+}
+
+func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
+	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:update", nil) {
+		return
+	}
+	name := mux.Vars(r)["name"]
+	if !versionOf(r).AtLeast(7) {
+		// Before 1.7 PUT renames a custom class.
+		var body struct{ Name string }
+		if !decodeBody(w, r, postResourceClassSchema, &body) {
+			return
+		}
+		v, ok := s.apply(w, r, &state.RenameResourceClass{Name: name, NewName: body.Name})
+		if !ok {
+			return
+		}
+		writeJSON(w, http.StatusOK, resourceClassJSON(v.(state.ResourceClass).Name))
+		return
+	}
+	// From 1.7, a bodiless PUT creates the class if it is missing.
+	if err := postResourceClassSchema.Validate(map[string]any{"name": name}); err != nil {
+		writeError(w, r, http.StatusBadRequest, "JSON does not validate: "+err.Error(), "")
+		return
+	}
+	v, ok := s.apply(w, r, &state.CreateResourceClass{Name: name, IfMissing: true})
+	if !ok {
+		return
+	}
+	w.Header().Set("Location", "/resource_classes/"+name)
+	if v.(state.CreateClassResult).Created {
+		w.WriteHeader(http.StatusCreated)
+		return
+	}
+	writeNoContent(w)
+}
+
+func (s *Server) deleteResourceClass(w http.ResponseWriter, r *http.Request) {
+	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:delete", nil) {
+		return
+	}
+	if _, ok := s.apply(w, r, &state.DeleteResourceClass{Name: mux.Vars(r)["name"]}); !ok {
+		return
+	}
+	writeNoContent(w)
+}

@@ -1,0 +1,335 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The validator works on its own value model, which mirrors what Python's
+// json.loads produces, because that is what jsonschema sees upstream:
+//
+//	nil      None
+//	bool     True / False
+//	string   str
+//	*number  int (arbitrary precision) or float (float64)
+//	[]any    list
+//	*object  dict (insertion ordered)
+//
+// Values are immutable once built.
+
+// object is a JSON object that remembers key insertion order, like a Python
+// dict built by json.loads. A duplicated key keeps the position of its first
+// occurrence and the value of its last one, as Python does.
+type object struct {
+	keys []string
+	vals map[string]any
+}
+
+func newObject() *object { return &object{vals: map[string]any{}} }
+
+func (o *object) set(k string, v any) {
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+func (o *object) get(k string) (any, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+func (o *object) has(k string) bool {
+	_, ok := o.vals[k]
+	return ok
+}
+
+func (o *object) sortedKeys() []string {
+	ks := append([]string(nil), o.keys...)
+	sort.Strings(ks) // byte order of UTF-8 == code point order, as Python's sorted()
+	return ks
+}
+
+// number is a JSON number: a Python int when the literal has neither a
+// fraction nor an exponent (json.loads rule), a Python float otherwise.
+type number struct {
+	lit     string   // literal as written (returned to callers as json.Number)
+	isFloat bool     // Python float rather than int
+	i       *big.Int // when !isFloat
+	f       float64  // when isFloat; may be ±Inf ("1e400" is inf in Python)
+}
+
+func parseNumber(lit string) (*number, error) {
+	if strings.ContainsAny(lit, ".eE") {
+		f, err := strconv.ParseFloat(lit, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, err
+		}
+		return &number{lit: lit, isFloat: true, f: f}, nil
+	}
+	i, ok := new(big.Int).SetString(lit, 10)
+	if !ok {
+		return nil, fmt.Errorf("invalid number literal %q", lit)
+	}
+	return &number{lit: lit, i: i}, nil
+}
+
+func intNumber(i *big.Int) *number { return &number{lit: i.String(), i: i} }
+
+func floatNumber(f float64) *number {
+	return &number{lit: strconv.FormatFloat(f, 'g', -1, 64), isFloat: true, f: f}
+}
+
+// isInteger reports whether jsonschema 4.x (draft 6 and later) considers n an
+// integer: a Python int, or a float whose value is integral (1.0 is one).
+func (n *number) isInteger() bool {
+	if !n.isFloat {
+		return true
+	}
+	return !math.IsInf(n.f, 0) && !math.IsNaN(n.f) && n.f == math.Trunc(n.f)
+}
+
+// cmpNumbers compares exactly, as Python compares int and float exactly.
+// ok is false when either side is NaN (every comparison is then False).
+func cmpNumbers(a, b *number) (c int, ok bool) {
+	if (a.isFloat && math.IsNaN(a.f)) || (b.isFloat && math.IsNaN(b.f)) {
+		return 0, false
+	}
+	ai, bi := infSign(a), infSign(b)
+	if ai != 0 || bi != 0 {
+		switch {
+		case ai < bi:
+			return -1, true
+		case ai > bi:
+			return 1, true
+		}
+		return 0, true
+	}
+	if !a.isFloat && !b.isFloat {
+		return a.i.Cmp(b.i), true
+	}
+	return a.rat().Cmp(b.rat()), true
+}
+
+func infSign(n *number) int {
+	if n.isFloat && math.IsInf(n.f, 0) {
+		if n.f > 0 {
+			return 1
+		}
+		return -1
+	}
+	return 0
+}
+
+func (n *number) rat() *big.Rat {
+	if n.isFloat {
+		return new(big.Rat).SetFloat64(n.f) // exact; callers exclude ±Inf and NaN
+	}
+	return new(big.Rat).SetInt(n.i)
+}
+
+func (n *number) float64() float64 {
+	if n.isFloat {
+		return n.f
+	}
+	f, _ := new(big.Float).SetInt(n.i).Float64()
+	return f
+}
+
+// DecodeError reports a request body that is not well-formed JSON (upstream
+// answers these with "Malformed JSON: ..."; its wording is not reproduced).
+type DecodeError struct {
+	Err error
+}
+
+func (e *DecodeError) Error() string { return e.Err.Error() }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// maxDepth bounds nesting of decoded documents (Python would hit its
+// recursion limit long before this).
+const maxDepth = 10000
+
+// decodeOrdered decodes one JSON document into the internal value model,
+// keeping object key order, and rejects anything but whitespace after it.
+// Like oslo's jsonutils.loads (which decodes the body as strict UTF-8), it
+// rejects bodies that are not valid UTF-8.
+func decodeOrdered(body []byte) (any, error) {
+	if !utf8.Valid(body) {
+		return nil, &DecodeError{errors.New("body is not valid UTF-8")}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	v, err := decodeValue(dec, 0)
+	if err != nil {
+		if err == io.EOF {
+			err = errors.New("expecting value: unexpected end of JSON input")
+		}
+		return nil, &DecodeError{err}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("extra data at offset %d", dec.InputOffset())
+		}
+		return nil, &DecodeError{err}
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errors.New("JSON document nested too deeply")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			obj := newObject()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, ok := kt.(string)
+				if !ok {
+					return nil, fmt.Errorf("object key is not a string at offset %d", dec.InputOffset())
+				}
+				v, err := decodeValue(dec, depth+1)
+				if err != nil {
+					return nil, unexpectedEOF(err)
+				}
+				obj.set(k, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, unexpectedEOF(err)
+			}
+			return obj, nil
+		case '[':
+			arr := []any{}
+			for dec.More() {
+				v, err := decodeValue(dec, depth+1)
+				if err != nil {
+					return nil, unexpectedEOF(err)
+				}
+				arr = append(arr, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, unexpectedEOF(err)
+			}
+			return arr, nil
+		}
+		return nil, fmt.Errorf("unexpected %q at offset %d", rune(t), dec.InputOffset())
+	case json.Number:
+		return parseNumber(string(t))
+	case string, bool, nil:
+		return t, nil
+	}
+	return nil, fmt.Errorf("unexpected token %v", tok)
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// toPlain converts an internal value to the encoding/json (UseNumber) form.
+func toPlain(v any) any {
+	switch t := v.(type) {
+	case *object:
+		m := make(map[string]any, len(t.keys))
+		for _, k := range t.keys {
+			m[k] = toPlain(t.vals[k])
+		}
+		return m
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = toPlain(e)
+		}
+		return out
+	case *number:
+		return json.Number(t.lit)
+	}
+	return v
+}
+
+// fromPlain converts a caller-supplied Go value to the internal model.
+// Objects given as Go maps have no order; their keys are taken in sorted
+// order (see Schema.Validate).
+func fromPlain(v any) any {
+	switch t := v.(type) {
+	case nil, bool, string:
+		return t
+	case *object, *number:
+		return t
+	case json.Number:
+		n, err := parseNumber(string(t))
+		if err != nil {
+			panic(fmt.Sprintf("schema: invalid json.Number %q", string(t)))
+		}
+		return n
+	case float64:
+		return floatNumber(t)
+	case float32:
+		return floatNumber(float64(t))
+	case int:
+		return intNumber(big.NewInt(int64(t)))
+	case int64:
+		return intNumber(big.NewInt(t))
+	case int32:
+		return intNumber(big.NewInt(int64(t)))
+	case uint64:
+		return intNumber(new(big.Int).SetUint64(t))
+	case *big.Int:
+		return intNumber(new(big.Int).Set(t))
+	case map[string]any:
+		o := newObject()
+		for _, k := range sortedMapKeys(t) {
+			o.set(k, fromPlain(t[k]))
+		}
+		return o
+	case map[string]string:
+		o := newObject()
+		for _, k := range sortedMapKeys(t) {
+			o.set(k, t[k])
+		}
+		return o
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = fromPlain(e)
+		}
+		return out
+	case []string:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = e
+		}
+		return out
+	}
+	panic(fmt.Sprintf("schema: unsupported instance type %s", reflect.TypeOf(v)))
+}
+
+func sortedMapKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

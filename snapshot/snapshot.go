@@ -1,0 +1,68 @@
+package snapshot
+
+import (
+	"bufio"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// FormatVersion is the snapshot format this build writes.
+const FormatVersion = 1
+
+const magic = "placementd-snapshot"
+
+// Write writes img in the current format.
+func Write(w io.Writer, img *state.Image) error {
+	if _, err := fmt.Fprintf(w, "%s v%d\n", magic, FormatVersion); err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(w)
+	if err := json.NewEncoder(zw).Encode(img); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// Read reads an image written by Write of this or an older version.
+func Read(r io.Reader) (*state.Image, error) {
+	br := bufio.NewReader(r)
+	header, err := br.ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: reading header: %w", err)
+	}
+	var version int
+	if _, err := fmt.Sscanf(strings.TrimSpace(header), magic+" v%d", &version); err != nil {
+		return nil, fmt.Errorf("snapshot: not a placementd snapshot (header %q)", strings.TrimSpace(header))
+	}
+	if version < 1 || version > FormatVersion {
+		return nil, fmt.Errorf("snapshot: format v%d is newer than this build understands (v%d)", version, FormatVersion)
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	var img state.Image
+	dec := json.NewDecoder(zr)
+	if err := dec.Decode(&img); err != nil {
+		return nil, fmt.Errorf("snapshot: decoding state: %w", err)
+	}
+	return &img, nil
+}
+
+// Digest is the SHA-256 of the image's canonical JSON, in hex. Replicas
+// holding the same state report the same digest.
+func Digest(img *state.Image) string {
+	h := sha256.New()
+	// Encoding a plain struct with sorted slices is deterministic.
+	if err := json.NewEncoder(h).Encode(img); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -2,17 +2,16 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/placementd/placementd/httpapi/policy"
 )
 
-// Credentials are who a request acts as, as oslo.context derives them.
-type Credentials struct {
-	UserID      string
-	ProjectID   string
-	Roles       []string
-	SystemScope string // "all" for a system-scoped token
-}
+// Credentials are who a request acts as, as oslo.context derives them from
+// the identity headers; policy rules are checked against them.
+type Credentials = policy.Credentials
 
 type credsKey struct{}
 
@@ -48,11 +47,16 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		} else if user == "admin" {
 			roles = []string{"admin"}
 		}
-		c := Credentials{UserID: user, Roles: roles}
+		// oslo.context: the admin-project flag defaults to true.
+		c := Credentials{UserID: user, Roles: roles, IsAdminProject: true}
 		if scope := r.Header.Get("OpenStack-System-Scope"); scope != "" {
 			c.SystemScope = scope
 		} else {
 			c.ProjectID = project
+		}
+		// oslo.context reads X-Project-Id over what noauth2 derived.
+		if p := r.Header.Get("X-Project-Id"); p != "" {
+			c.ProjectID = p
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credsKey{}, c)))
 	})
@@ -66,11 +70,18 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rule string, 
 	}
 	c := credentialsOf(r)
 	if target == nil {
-		target = map[string]string{"project_id": c.ProjectID, "user_id": c.UserID}
+		target = policy.DefaultTarget(c)
 	}
-	if err := s.cfg.Authorizer.Authorize(rule, c, target); err != nil {
+	err := s.cfg.Authorizer.Authorize(rule, c, target)
+	var forbidden *policy.Forbidden
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &forbidden):
 		writeError(w, r, http.StatusForbidden, err.Error(), "")
-		return false
+	default:
+		// An unregistered rule is a bug in placementd, as upstream's 500.
+		writeError(w, r, http.StatusInternalServerError, err.Error(), "")
 	}
-	return true
+	return false
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
+	"sort"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -38,11 +38,11 @@ func parseFileContents(data []byte) ([]fileRule, error) {
 	var doc yaml.Node
 	yerr := yaml.Unmarshal(data, &doc)
 	if yerr != nil {
-		// libyaml (and so PyYAML) refuses some valid JSON, such as tab
-		// indentation; accept what encoding/json accepts.
+		// YAML parsers refuse some valid JSON, such as the \/ escape or a
+		// tab before the opening brace; accept what encoding/json accepts.
 		if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
-			if rules, err := parseJSONContents(data); err == nil {
-				return rules, nil
+			if m, err := decodeJSON(data); err == nil {
+				return jsonRules(m)
 			}
 		}
 		return nil, fmt.Errorf("not valid YAML or JSON: %v", yerr)
@@ -120,7 +120,7 @@ func yamlCheck(v *yaml.Node) (check, error) {
 	return nil, fmt.Errorf("check string must be a string")
 }
 
-func parseJSONContents(data []byte) ([]fileRule, error) {
+func decodeJSON(data []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var m map[string]any
@@ -130,6 +130,10 @@ func parseJSONContents(data []byte) ([]fileRule, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("trailing data after the JSON object")
 	}
+	return m, nil
+}
+
+func jsonRules(m map[string]any) ([]fileRule, error) {
 	var out []fileRule
 	for name, v := range m {
 		c, err := jsonCheck(v)
@@ -138,6 +142,7 @@ func parseJSONContents(data []byte) ([]fileRule, error) {
 		}
 		out = append(out, fileRule{name: name, check: c})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
 }
 
@@ -169,5 +174,5 @@ func jsonCheck(v any) (check, error) {
 		}
 		return parseListRule(list)
 	}
-	return nil, fmt.Errorf("check string must be a string, not %s", strings.TrimSpace(fmt.Sprintf("%T", v)))
+	return nil, fmt.Errorf("check string must be a string, not %T", v)
 }

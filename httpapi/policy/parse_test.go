@@ -87,10 +87,10 @@ func TestParseEval(t *testing.T) {
 		{"not @", false},
 		{"not !", true},
 		{"not not @", true},
-		{"@ or ! and !", true},   // @ or (! and !)
-		{"! and ! or @", true},   // (! and !) or @
-		{"! and @ or @", true},   // (! and @) or @
-		{"@ and ! or !", false},  // (@ and !) or !
+		{"@ or ! and !", true},  // @ or (! and !)
+		{"! and ! or @", true},  // (! and !) or @
+		{"! and @ or @", true},  // (! and @) or @
+		{"@ and ! or !", false}, // (@ and !) or !
 		{"(@ or !) and !", false},
 		{"@ or (! and !)", true},
 		{"not @ or @", true},    // (not @) or @

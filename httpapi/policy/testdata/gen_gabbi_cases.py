@@ -7,7 +7,8 @@
 One entry per test of every *-rbac.yaml and *-policy.yaml file, with the
 request line, the identity headers noauth2 reads, the fixture and the
 expected status. $ENVIRON['X'] becomes the lower-cased name x, so project
-ids compare equal exactly when upstream's would.
+ids compare equal exactly when upstream's would; $LAST_URL and $LOCATION
+are resolved from the previous test.
 """
 import glob
 import json
@@ -33,9 +34,19 @@ def main(gabbits):
     for path in files:
         doc = yaml.safe_load(open(path))
         defaults = (doc.get('defaults') or {}).get('request_headers') or {}
+        last_url = location = None
         for t in doc['tests']:
             method = [m for m in ('GET', 'POST', 'PUT', 'PATCH', 'DELETE')
                       if m in t][0]
+            url = t[method]
+            if url == '$LAST_URL':
+                url = last_url
+            elif url == '$LOCATION':
+                url = location
+            last_url = url
+            # The Location a test asserts is the one the next may use.
+            location = ((t.get('response_headers') or {}).get('location') or
+                        '').replace('$SCHEME://$NETLOC', '') or None
             h = dict(defaults)
             h.update(t.get('request_headers') or {})
             h = {k.lower(): v for k, v in h.items()}
@@ -44,7 +55,7 @@ def main(gabbits):
                 'fixture': doc['fixtures'][0],
                 'name': t['name'],
                 'method': method,
-                'path': env(t[method]),
+                'path': env(url),
                 'token': env(h.get('x-auth-token')),
                 'roles': env(h.get('x-roles')),
                 'project': env(h.get('x-project-id')),

@@ -96,22 +96,40 @@ func MustCompile(jsonText string) *Schema {
 // literal, and that order decides which error is reported. Write schemas in
 // the same order as upstream's dict literals (after any copy/modify steps).
 //
+// Numbers keep their Python type: 1 is an int, 1.0 and 3.40282e+38 are
+// floats (it shows in messages: "is greater than the maximum of 1.0").
+//
 // Schemas are interpreted as jsonschema 4.10.3 interprets a schema without
 // "$schema": as draft 2020-12 (so "exclusiveMinimum" is a number, 1.0 is an
 // integer, "items" is a single schema).
+//
+// "format" is checked as jsonschema.FormatChecker() checks it, which is what
+// upstream's query string validation (util.validate_query_params) uses. For
+// request bodies use CompileBody: upstream's util.extract_json checks "uuid"
+// differently.
 func Compile(jsonText string) (*Schema, error) {
+	return compile(jsonText, formatCheckers)
+}
+
+// compile compiles a schema checking "format" with the given checkers.
+func compile(jsonText string, formats map[string]func(any) bool) (*Schema, error) {
 	v, err := decodeOrdered([]byte(jsonText))
 	if err != nil {
 		return nil, fmt.Errorf("schema: invalid JSON: %w", err)
 	}
-	n, err := compileNode(v, "schema")
+	c := &compiler{formats: formats}
+	n, err := c.compileNode(v, "schema")
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	return &Schema{root: n}, nil
 }
 
-func compileNode(v any, where string) (*node, error) {
+type compiler struct {
+	formats map[string]func(any) bool
+}
+
+func (c *compiler) compileNode(v any, where string) (*node, error) {
 	if b, ok := v.(bool); ok {
 		return &node{raw: b}, nil
 	}
@@ -133,14 +151,14 @@ func compileNode(v any, where string) (*node, error) {
 			kw.types, err = compileTypes(val)
 			n.hasType, n.typeList = true, kw.types
 		case "properties":
-			err = compileProperties(kw, val, at)
+			err = c.compileProperties(kw, val, at)
 		case "patternProperties":
-			err = compilePatternProperties(kw, val, at)
+			err = c.compilePatternProperties(kw, val, at)
 		case "additionalProperties", "items", "not":
 			if b, isB := val.(bool); isB && name != "not" {
 				kw.isBool, kw.boolVal = true, b
 			} else {
-				kw.sub, err = compileNode(val, at)
+				kw.sub, err = c.compileNode(val, at)
 			}
 		case "anyOf", "oneOf", "allOf":
 			arr, isArr := val.([]any)
@@ -149,7 +167,7 @@ func compileNode(v any, where string) (*node, error) {
 				break
 			}
 			for i, e := range arr {
-				sub, serr := compileNode(e, formatAsIndex(at, []any{i}))
+				sub, serr := c.compileNode(e, formatAsIndex(at, []any{i}))
 				if serr != nil {
 					return nil, serr
 				}
@@ -191,7 +209,7 @@ func compileNode(v any, where string) (*node, error) {
 				err = fmt.Errorf("must be a string")
 				break
 			}
-			if kw.format = formatCheckers[s]; kw.format == nil {
+			if kw.format = c.formats[s]; kw.format == nil {
 				err = fmt.Errorf("format %q is not implemented", s)
 			}
 		case "enum":
@@ -250,13 +268,13 @@ func compileTypes(val any) ([]string, error) {
 	return names, nil
 }
 
-func compileProperties(kw *keyword, val any, at string) error {
+func (c *compiler) compileProperties(kw *keyword, val any, at string) error {
 	obj, ok := val.(*object)
 	if !ok {
 		return fmt.Errorf("must be an object")
 	}
 	for _, k := range obj.keys {
-		sub, err := compileNode(obj.vals[k], formatAsIndex(at, []any{k}))
+		sub, err := c.compileNode(obj.vals[k], formatAsIndex(at, []any{k}))
 		if err != nil {
 			return err
 		}
@@ -265,7 +283,7 @@ func compileProperties(kw *keyword, val any, at string) error {
 	return nil
 }
 
-func compilePatternProperties(kw *keyword, val any, at string) error {
+func (c *compiler) compilePatternProperties(kw *keyword, val any, at string) error {
 	obj, ok := val.(*object)
 	if !ok {
 		return fmt.Errorf("must be an object")
@@ -275,7 +293,7 @@ func compilePatternProperties(kw *keyword, val any, at string) error {
 		if err != nil {
 			return err
 		}
-		sub, err := compileNode(obj.vals[k], formatAsIndex(at, []any{k}))
+		sub, err := c.compileNode(obj.vals[k], formatAsIndex(at, []any{k}))
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -32,6 +31,12 @@ var (
 type Config struct {
 	NodeID   string
 	RaftAddr string // host:port to bind; port 0 picks a free one
+	// RaftAdvertise is the address other nodes dial (default: RaftAddr,
+	// which must then be a specific IP).
+	RaftAdvertise string
+	// HTTPAddr is the host:port of this node's API as other nodes reach
+	// it; followers forward requests there when this node leads.
+	HTTPAddr string
 	DataDir  string
 	// Bootstrap makes a fresh data directory a single-node cluster.
 	Bootstrap bool
@@ -51,8 +56,12 @@ type Node struct {
 	cfg       Config
 	Raft      *raft.Raft
 	FSM       *fsm.FSM
+	meta      *clusterFSM
 	transport raft.Transport
 	closers   []func() error
+	stop      chan struct{}
+	stopOnce  sync.Once
+	done      sync.WaitGroup
 
 	mu          sync.Mutex
 	readyTerm   uint64 // term whose barrier has completed
@@ -67,7 +76,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
 	}
-	n := &Node{cfg: cfg, FSM: f}
+	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f), stop: make(chan struct{})}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = cfg.Logger
@@ -111,16 +120,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 
 	n.transport = cfg.Transport
 	if n.transport == nil {
-		addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.Logger)
 		if err != nil {
-			return nil, fmt.Errorf("raft address %q: %w", cfg.RaftAddr, err)
-		}
-		tcp, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
-			MaxPool: 3, Timeout: 10 * time.Second, Logger: cfg.Logger,
-			MsgpackUseNewTimeFormat: true,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("raft transport on %s: %w", addr, err)
+			n.closeStores()
+			return nil, err
 		}
 		n.transport = tcp
 		n.closers = append(n.closers, tcp.Close)
@@ -136,25 +139,45 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 				ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter,
 			}}}
 			if err := raft.BootstrapCluster(rc, logs, stable, snaps, n.transport, conf); err != nil {
+				n.closeStores()
 				return nil, fmt.Errorf("bootstrapping: %w", err)
-			}
-			// A fresh single-node cluster elects itself at once instead of
-			// waiting a full heartbeat timeout, so it serves writes within
-			// a second of start. Membership changes restore the defaults.
-			if cfg.Tune == nil {
-				rc.HeartbeatTimeout = 100 * time.Millisecond
-				rc.ElectionTimeout = 100 * time.Millisecond
-				rc.LeaderLeaseTimeout = 100 * time.Millisecond
 			}
 		}
 	}
-	r, err := raft.NewRaft(rc, f, logs, stable, snaps, n.transport)
+	r, err := raft.NewRaft(rc, n.meta, logs, stable, snaps, n.transport)
 	if err != nil {
 		n.closeStores()
 		return nil, err
 	}
 	n.Raft = r
+	n.electAloneNow()
+	n.done.Add(1)
+	go n.maintain()
 	return n, nil
+}
+
+// electAloneNow starts the election at once when this node is the only
+// voter (a fresh or restarted single-node cluster), so it serves writes
+// right after start instead of after a heartbeat timeout (1-2 s). Lowering
+// HeartbeatTimeout wakes the follower loop immediately; it is put back at
+// once, so the node keeps the default timeouts (and lease) when peers join.
+// Shortening the timeouts instead would leave a 100 ms leader lease, which
+// ReloadConfig cannot restore, and make a multi-node leader step down.
+func (n *Node) electAloneNow() {
+	fut := n.Raft.GetConfiguration()
+	if fut.Error() != nil {
+		return
+	}
+	servers := fut.Configuration().Servers
+	if len(servers) != 1 || servers[0].ID != raft.ServerID(n.cfg.NodeID) || servers[0].Suffrage != raft.Voter {
+		return
+	}
+	rc := n.Raft.ReloadableConfig()
+	kick := rc
+	kick.HeartbeatTimeout = rc.HeartbeatTimeout - time.Millisecond
+	if n.Raft.ReloadConfig(kick) == nil {
+		n.Raft.ReloadConfig(rc)
+	}
 }
 
 // RaftAddr is the address the node's transport listens on.
@@ -289,17 +312,35 @@ func (n *Node) termBarrier() error {
 
 func (n *Node) currentTerm() uint64 { return n.Raft.CurrentTerm() }
 
-// Read runs fn over the state after a read barrier.
+// Read runs fn over the state after a read barrier, or at once over the
+// local state when ctx allows a stale read (WithStaleRead).
 func (n *Node) Read(ctx context.Context, fn func(s *state.Store)) error {
-	if err := n.ReadBarrier(ctx); err != nil {
-		return err
+	if !staleReadAllowed(ctx) {
+		if err := n.ReadBarrier(ctx); err != nil {
+			return err
+		}
 	}
 	n.FSM.Read(fn)
 	return nil
 }
 
+type staleKey struct{}
+
+// WithStaleRead marks ctx as allowing a read of the local state without
+// the read barrier: it may miss recent writes, but costs no round trip.
+func WithStaleRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, staleKey{}, true)
+}
+
+func staleReadAllowed(ctx context.Context) bool {
+	v, _ := ctx.Value(staleKey{}).(bool)
+	return v
+}
+
 // Shutdown stops Raft and closes the stores.
 func (n *Node) Shutdown() error {
+	n.stopOnce.Do(func() { close(n.stop) })
+	n.done.Wait()
 	err := n.Raft.Shutdown().Error()
 	n.closeStores()
 	return err

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/placementd/placementd/httpapi/policy"
 )
 
-// Credentials are who a request acts as, as oslo.context derives them from
-// the identity headers; policy rules are checked against them.
+// Credentials are who a request acts as, as oslo.context derives them (the
+// policy engine's view of a request).
 type Credentials = policy.Credentials
 
 type credsKey struct{}
@@ -20,50 +21,122 @@ func credentialsOf(r *http.Request) Credentials {
 	return c
 }
 
-// authenticate implements noauth2: every path but / needs X-Auth-Token,
-// "user[:project]"; roles come from X-Roles, or are admin for user admin.
+// envHeader is a request header as the WSGI environ holds it: every header
+// whose name maps to key (upper case, "-" as "_", e.g. X_USER_ID) joined
+// with ",". ok is false when there is none.
+func envHeader(h http.Header, key string) (string, bool) {
+	var names []string
+	for name := range h {
+		if envKey(name) == key {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "", false
+	}
+	sort.Strings(names)
+	var vals []string
+	for _, n := range names {
+		vals = append(vals, h[n]...)
+	}
+	return strings.Join(vals, ","), true
+}
+
+// envKey is the WSGI environ key of a header name.
+func envKey(name string) string {
+	return "HTTP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// setEnvHeader replaces every header that maps to key with one value, as
+// webob's req.headers[key] = value does.
+func setEnvHeader(h http.Header, key, value string) {
+	for name := range h {
+		if envKey(name) == key {
+			delete(h, name)
+		}
+	}
+	h.Set(strings.ReplaceAll(strings.TrimPrefix(key, "HTTP_"), "_", "-"), value)
+}
+
+// authenticate is upstream's NoAuthMiddleware followed by
+// PlacementKeystoneContext: every path but / needs an X-Auth-Token,
+// "user[:project]"; roles come from X-Roles, or are admin for the user
+// admin. The credentials are then read from the headers as oslo.context's
+// RequestContext.from_environ reads them.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" || r.URL.Path == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		token, ok := r.Header["X-Auth-Token"]
-		if !ok {
-			writeError(w, r, http.StatusUnauthorized, "", "")
-			return
-		}
-		user, project, _ := strings.Cut(strings.Join(token, ","), ":")
-		if project == "" {
-			project = user
-		}
-		var roles []string
-		if rh, ok := r.Header["X-Roles"]; ok {
-			for _, role := range strings.Split(strings.Join(rh, ","), ",") {
-				if role = strings.TrimSpace(role); role != "" {
-					roles = append(roles, strings.ToLower(role))
-				}
+		if r.URL.Path != "/" {
+			token, ok := envHeader(r.Header, "HTTP_X_AUTH_TOKEN")
+			if !ok {
+				// webob's HTTPUnauthorized without Placement's formatter.
+				renderError(w, r, http.StatusUnauthorized, "", "", formatWebobJSON)
+				return
 			}
-		} else if user == "admin" {
-			roles = []string{"admin"}
+			user, project, _ := strings.Cut(token, ":")
+			if project == "" {
+				project = user
+			}
+			var roles []string
+			if rh, ok := envHeader(r.Header, "HTTP_X_ROLES"); ok {
+				roles = strings.Split(rh, ",")
+			} else if user == "admin" {
+				roles = []string{"admin"}
+			}
+			setEnvHeader(r.Header, "HTTP_X_USER_ID", user)
+			if sc, _ := envHeader(r.Header, "HTTP_OPENSTACK_SYSTEM_SCOPE"); sc == "" {
+				setEnvHeader(r.Header, "HTTP_X_TENANT_ID", project)
+			}
+			setEnvHeader(r.Header, "HTTP_X_ROLES", strings.Join(roles, ","))
 		}
-		// oslo.context: the admin-project flag defaults to true.
-		c := Credentials{UserID: user, Roles: roles, IsAdminProject: true}
-		if scope := r.Header.Get("OpenStack-System-Scope"); scope != "" {
-			c.SystemScope = scope
-		} else {
-			c.ProjectID = project
-		}
-		// oslo.context reads X-Project-Id over what noauth2 derived.
-		if p := r.Header.Get("X-Project-Id"); p != "" {
-			c.ProjectID = p
-		}
+		c := contextFromHeaders(r.Header)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credsKey{}, c)))
 	})
 }
 
+// contextFromHeaders is oslo.context's from_environ.
+func contextFromHeaders(h http.Header) Credentials {
+	first := func(keys ...string) string {
+		for _, k := range keys {
+			if v, ok := envHeader(h, k); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	list := func(keys ...string) []string {
+		v := first(keys...)
+		if v == "" {
+			return nil
+		}
+		out := strings.Split(v, ",")
+		for i := range out {
+			out[i] = strings.TrimSpace(out[i])
+		}
+		return out
+	}
+	isAdminProject := "true"
+	if v, ok := envHeader(h, "HTTP_X_IS_ADMIN_PROJECT"); ok {
+		isAdminProject = v
+	}
+	return Credentials{
+		UserID:                 first("HTTP_X_USER_ID", "HTTP_X_USER"),
+		UserDomainID:           first("HTTP_X_USER_DOMAIN_ID"),
+		ProjectID:              first("HTTP_X_PROJECT_ID", "HTTP_X_TENANT_ID", "HTTP_X_TENANT"),
+		ProjectDomainID:        first("HTTP_X_PROJECT_DOMAIN_ID"),
+		DomainID:               first("HTTP_X_DOMAIN_ID"),
+		SystemScope:            first("HTTP_OPENSTACK_SYSTEM_SCOPE"),
+		Roles:                  list("HTTP_X_ROLES", "HTTP_X_ROLE"),
+		IsAdminProject:         strings.ToLower(isAdminProject) == "true",
+		ServiceUserID:          first("HTTP_X_SERVICE_USER_ID"),
+		ServiceUserDomainID:    first("HTTP_X_SERVICE_USER_DOMAIN_ID"),
+		ServiceProjectID:       first("HTTP_X_SERVICE_PROJECT_ID"),
+		ServiceProjectDomainID: first("HTTP_X_SERVICE_PROJECT_DOMAIN_ID"),
+		ServiceRoles:           list("HTTP_X_SERVICE_ROLES"),
+	}
+}
+
 // authorize checks a policy rule; on refusal it answers 403 and returns
-// false. target defaults to the caller's own project and user.
+// false. target nil means the caller's own project and user.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rule string, target map[string]string) bool {
 	if s.cfg.Authorizer == nil {
 		return true
@@ -73,15 +146,21 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rule string, 
 		target = policy.DefaultTarget(c)
 	}
 	err := s.cfg.Authorizer.Authorize(rule, c, target)
-	var forbidden *policy.Forbidden
-	switch {
-	case err == nil:
+	if err == nil {
 		return true
-	case errors.As(err, &forbidden):
-		writeError(w, r, http.StatusForbidden, err.Error(), "")
-	default:
-		// An unregistered rule is a bug in placementd, as upstream's 500.
-		writeError(w, r, http.StatusInternalServerError, err.Error(), "")
 	}
+	var forbidden *policy.Forbidden
+	if errors.As(err, &forbidden) {
+		// Upstream's PolicyNotAuthorized is raised past the microversion
+		// middleware.
+		writeRaisedError(w, r, http.StatusForbidden, err.Error(), "")
+		return false
+	}
+	// Anything else (an unregistered rule) is a bug: upstream's
+	// FaultWrapper answers it, without microversion headers.
+	s.cfg.Logger.Error("policy check failed", "rule", rule, "error", err, "request_id", infoOf(r).id)
+	w.Header().Del(versionHeader)
+	w.Header().Del("Vary")
+	writeError(w, r, http.StatusInternalServerError, err.Error(), "")
 	return false
 }

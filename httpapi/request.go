@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/placementd/placementd/fsm/state"
@@ -72,20 +73,23 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, cmd state.Command
 }
 
 // requireJSON answers 415 unless the request body is declared JSON, as
-// upstream's require_content('application/json').
+// upstream's require_content('application/json') with webob's reading of
+// the content type: everything before the first ";", as sent.
 func requireJSON(w http.ResponseWriter, r *http.Request) bool {
-	ct := r.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
-	if ct == "" || err != nil || mt != "application/json" {
-		shown := mt
-		if err != nil || ct == "" {
-			shown = ct
-		}
-		writeError(w, r, http.StatusUnsupportedMediaType,
-			"The media type "+shown+" is not supported, use application/json", "")
-		return false
+	ct := strings.Join(r.Header.Values("Content-Type"), ",")
+	mt, _, _ := strings.Cut(ct, ";")
+	if mt == "application/json" {
+		return true
 	}
-	return true
+	if mt == "" {
+		// webob shows an unset content type as None, and upstream stores
+		// that in the request (webob's 415 body repeats it).
+		mt = "None"
+		r.Header.Set("Content-Type", mt)
+	}
+	writeError(w, r, http.StatusUnsupportedMediaType,
+		"The media type "+mt+" is not supported, use application/json", "")
+	return false
 }
 
 // decodeBody reads a JSON body, validates it against sch and decodes it
@@ -104,16 +108,21 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 		return false
 	}
-	doc, err := schema.DecodeJSON(body)
-	if err != nil {
+	if sch == nil {
+		_, err = schema.DecodeJSON(body)
+	} else {
+		// ValidateJSON keeps the document's key order, which upstream's
+		// messages depend on.
+		_, err = sch.ValidateJSON(body)
+	}
+	var malformed *schema.DecodeError
+	switch {
+	case errors.As(err, &malformed):
 		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 		return false
-	}
-	if sch != nil {
-		if err := sch.Validate(doc); err != nil {
-			writeError(w, r, http.StatusBadRequest, "JSON does not validate: "+err.Error(), "")
-			return false
-		}
+	case err != nil:
+		writeError(w, r, http.StatusBadRequest, "JSON does not validate: "+err.Error(), "")
+		return false
 	}
 	if dst != nil {
 		if err := json.Unmarshal(body, dst); err != nil {
@@ -125,3 +134,79 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 }
 
 var zeroTime time.Time
+
+// queryPair is one key=value of a query string.
+type queryPair struct{ Key, Value string }
+
+// queryPairs splits a query string in order, as Python's parse_qsl with
+// keep_blank_values does (only "&" separates; a bad escape is kept as is).
+func queryPairs(r *http.Request) []queryPair {
+	var out []queryPair
+	for _, part := range strings.Split(r.URL.RawQuery, "&") {
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		out = append(out, queryPair{unescapeQuery(k), unescapeQuery(v)})
+	}
+	return out
+}
+
+func unescapeQuery(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
+	}
+	return strings.ReplaceAll(s, "+", " ")
+}
+
+// validateQuery is upstream's util.validate_query_params: the query as a
+// dict (each key once, at its first position, with its last value) is
+// validated against sch. On failure it has answered 400 and returns false.
+func validateQuery(w http.ResponseWriter, r *http.Request, sch *schema.Schema) bool {
+	var keys []string
+	last := map[string]string{}
+	for _, p := range queryPairs(r) {
+		if _, seen := last[p.Key]; !seen {
+			keys = append(keys, p.Key)
+		}
+		last[p.Key] = p.Value
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kj, _ := json.Marshal(k)
+		vj, _ := json.Marshal(last[k])
+		b.Write(kj)
+		b.WriteByte(':')
+		b.Write(vj)
+	}
+	b.WriteByte('}')
+	if _, err := sch.ValidateJSON([]byte(b.String())); err != nil {
+		writeError(w, r, http.StatusBadRequest, "Invalid query string parameters: "+err.Error(), "")
+		return false
+	}
+	return true
+}
+
+// checkAccept is upstream's util.check_accept('application/json'): an
+// Accept header that rules out JSON gets 406. A header webob cannot parse
+// counts as absent. On failure it has answered and returns false.
+func checkAccept(w http.ResponseWriter, r *http.Request) bool {
+	h, present := acceptHeader(r.Header)
+	if !present || acceptsJSON(h) {
+		return true
+	}
+	writeError(w, r, http.StatusNotAcceptable, "Only application/json is provided", "")
+	return false
+}
+
+// acceptsJSON reports whether webob finds application/json acceptable
+// under the Accept header h, or the header malformed (then webob ignores
+// it).
+func acceptsJSON(h string) bool {
+	ranges, valid := parseAccept(h)
+	return !valid || len(acceptableOffers(ranges, true, []string{"application/json"})) > 0
+}

@@ -9,13 +9,13 @@ import (
 	"github.com/placementd/placementd/httpapi/schema"
 )
 
-// customClassPattern is upstream's CUSTOM_RC_PATTERN.
-const customClassPattern = `^CUSTOM\_[A-Z0-9_]+$`
-
-var postResourceClassSchema = schema.MustCompile(`{
+// postResourceClassSchema is upstream's POST_RC_SCHEMA_V1_2 (PUT before
+// 1.7 uses the same); the pattern is CUSTOM_RC_PATTERN, which error
+// messages quote.
+var postResourceClassSchema = schema.MustCompileBody(`{
 	"type": "object",
 	"properties": {
-		"name": {"type": "string", "pattern": "^CUSTOM\\_[A-Z0-9_]+$", "maxLength": 255}
+		"name": {"type": "string", "pattern": "^CUSTOM_[A-Z0-9_]+$", "maxLength": 255}
 	},
 	"required": ["name"],
 	"additionalProperties": false
@@ -79,7 +79,8 @@ func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:create", nil) {
+	// Upstream checks the content type before the policy.
+	if !requireVersion(w, r, 2) || !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_classes:create", nil) {
 		return
 	}
 	var body struct{ Name string }
@@ -89,17 +90,22 @@ func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.apply(w, r, &state.CreateResourceClass{Name: body.Name}); !ok {
 		return
 	}
-	w.Header().Set("Location", "/resource_classes/"+body.Name)
+	w.Header().Set("Location", absoluteURL(r, "/resource_classes/"+body.Name))
 	w.WriteHeader(http.StatusCreated)
 }
 
 func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:update", nil) {
+	if !requireVersion(w, r, 2) {
+		return
+	}
+	// Before 1.7 PUT renames a custom class; upstream checks the content
+	// type before the policy.
+	rename := !versionOf(r).AtLeast(7)
+	if (rename && !requireJSON(w, r)) || !s.authorize(w, r, "placement:resource_classes:update", nil) {
 		return
 	}
 	name := mux.Vars(r)["name"]
-	if !versionOf(r).AtLeast(7) {
-		// Before 1.7 PUT renames a custom class.
+	if rename {
 		var body struct{ Name string }
 		if !decodeBody(w, r, postResourceClassSchema, &body) {
 			return
@@ -120,7 +126,7 @@ func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	w.Header().Set("Location", "/resource_classes/"+name)
+	w.Header().Set("Location", absoluteURL(r, "/resource_classes/"+name))
 	if v.(state.CreateClassResult).Created {
 		w.WriteHeader(http.StatusCreated)
 		return

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -25,14 +27,28 @@ type Config struct {
 	// written before microversion 1.8, which carry no project or user.
 	IncompleteConsumerProjectID string
 	IncompleteConsumerUserID    string
-	CORSAllowedOrigins          []string
-	CORSAllowHeaders            []string
+	// CORSAllowedOrigins enables CORS for these origins ("*": any); empty
+	// disables CORS handling altogether.
+	CORSAllowedOrigins []string
+	// CORSAllowHeaders are the request headers a preflight may ask for
+	// besides the simple ones (default: Placement's list).
+	CORSAllowHeaders []string
 	// MaxBodyBytes bounds request bodies (default 16 MiB).
 	MaxBodyBytes int64
 	Logger       *slog.Logger
 	// Authorizer decides policy; nil allows everything the caller is
 	// authenticated for.
 	Authorizer Authorizer
+
+	// Upstream's [placement] options for GET /allocation_candidates:
+	// RandomizeAllocationCandidates samples (or shuffles) the candidates
+	// instead of returning the first ones; MaxAllocationCandidates bounds
+	// how many are generated (upstream's default -1, or 0, means no bound);
+	// AllocationCandidatesStrategy is "depth-first" (default) or
+	// "breadth-first".
+	RandomizeAllocationCandidates bool
+	MaxAllocationCandidates       int
+	AllocationCandidatesStrategy  string
 }
 
 // Authorizer checks a policy rule for a request's credentials.
@@ -63,18 +79,24 @@ func New(backend Backend, cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, backend: backend}
 	router := mux.NewRouter()
+	// Routes matches paths as they are: no cleaning, no redirects.
+	router.SkipClean(true)
 	router.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, http.StatusNotFound, "", "")
+		writeRaisedError(w, r, http.StatusNotFound, "", "")
 	})
 	for _, rt := range s.routes() {
 		router.Handle(rt.path, methodDispatch(rt.methods))
 	}
+	// The chain of upstream's deploy.py, outermost last: request log (and
+	// request id), CORS, noauth2 and request context, fault wrapper,
+	// microversion, then PlacementHandler's own checks and the routes.
 	var h http.Handler = router
 	h = s.checkContentHeaders(h)
-	h = s.authenticate(h)
 	h = negotiateVersion(h)
+	h = s.faultWrap(h)
+	h = s.authenticate(h)
 	h = s.cors(h)
-	h = s.requestID(h)
+	h = s.requestLog(h)
 	s.handler = h
 	return s
 }
@@ -111,34 +133,160 @@ func methodDispatch(methods []methodHandler) http.Handler {
 	})
 }
 
-// requestID gives every response an openstack-request-id.
-func (s *Server) requestID(next http.Handler) http.Handler {
+// reqInfo is what the outer middleware learns about a request and the
+// inner layers fill in (like upstream's WSGI environ), so that an error
+// written anywhere carries the request id and knows the microversion.
+type reqInfo struct {
+	id       string   // local request id, req-<uuid>
+	globalID string   // a valid inbound X-Openstack-Request-Id
+	version  *Version // nil until the microversion is negotiated
+}
+
+type infoKey struct{}
+
+func infoOf(r *http.Request) *reqInfo {
+	if i, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+		return i
+	}
+	return &reqInfo{}
+}
+
+// requestIDHeader is oslo.middleware's response header for the local
+// request id.
+const requestIDHeader = "X-Openstack-Request-Id"
+
+var globalIDRE = regexp.MustCompile(`^req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$`)
+
+// recorder notes what a handler answered, for the request log, the fault
+// wrapper and CORS (which adds headers as the response goes out).
+type recorder struct {
+	http.ResponseWriter
+	status int
+	size   int64
+	// beforeWrite runs once, just before the status line goes out.
+	beforeWrite func(status int, h http.Header)
+}
+
+func (rw *recorder) WriteHeader(code int) {
+	if rw.status == 0 && code >= 200 {
+		rw.status = code
+		if rw.beforeWrite != nil {
+			rw.beforeWrite(code, rw.Header())
+		}
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *recorder) Write(b []byte) (int, error) {
+	if rw.status == 0 {
+		rw.WriteHeader(http.StatusOK)
+	}
+	n, err := rw.ResponseWriter.Write(b)
+	rw.size += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// requestLog is upstream's RequestLog: it gives the request its id (in
+// every response and error body), defaults Accept to JSON so that errors
+// come out as JSON, and logs the request when it is answered.
+func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("openstack-request-id", "req-"+uuid.NewString())
+		info := &reqInfo{id: "req-" + uuid.NewString()}
+		if g := r.Header.Get(requestIDHeader); globalIDRE.MatchString(g) {
+			info.globalID = g
+		}
+		if a, _ := acceptHeader(r.Header); a == "" || a == "*/*" {
+			r.Header.Set("Accept", "application/json")
+		}
+		rec := &recorder{ResponseWriter: w}
+		rec.Header().Set(requestIDHeader, info.id)
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.WriteHeader(http.StatusOK)
+		}
+		microversion := "-"
+		if info.version != nil {
+			microversion = info.version.String()
+		}
+		uri := r.URL.EscapedPath()
+		if r.URL.RawQuery != "" {
+			uri += "?" + r.URL.RawQuery
+		}
+		attrs := []any{"remote", r.RemoteAddr, "method", r.Method, "uri", uri,
+			"status", rec.status, "len", rec.size, "microversion", microversion, "request_id", info.id}
+		if info.globalID != "" {
+			attrs = append(attrs, "global_request_id", info.globalID)
+		}
+		s.cfg.Logger.Info("request", attrs...)
+	})
+}
+
+// faultWrap is upstream's FaultWrapper: a handler that panics gets a 500
+// (without the microversion headers, which upstream adds only to
+// responses that make it back through the microversion middleware).
+func (s *Server) faultWrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		saved := w.Header().Clone()
+		defer func() {
+			p := recover()
+			if p == nil || p == http.ErrAbortHandler {
+				if p != nil {
+					panic(p)
+				}
+				return
+			}
+			s.cfg.Logger.Error("Placement API unexpected error", "error", p, "request_id", infoOf(r).id)
+			if rec, ok := w.(*recorder); ok && rec.status != 0 {
+				// Too late for an error response: drop the connection.
+				panic(http.ErrAbortHandler)
+			}
+			h := w.Header()
+			for k := range h {
+				delete(h, k)
+			}
+			for k, v := range saved {
+				h[k] = v
+			}
+			writeError(w, r, http.StatusInternalServerError, fmt.Sprint(p), "")
+		}()
 		next.ServeHTTP(w, r)
 	})
 }
 
-// checkContentHeaders rejects a body without a content type, as upstream's
-// PlacementHandler does, and bounds body size.
+// badContentLengthHeader carries a Content-Length that Go's HTTP server
+// would have refused before the handlers saw it (see FixContentLength).
+const badContentLengthHeader = "X-Placementd-Invalid-Content-Length"
+
+// checkContentHeaders is PlacementHandler's check that a body comes with a
+// content type; it also bounds body size.
 func (s *Server) checkContentHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if cl := r.Header.Get("Content-Length"); cl != "" {
-			if r.ContentLength < 0 {
-				writeError(w, r, http.StatusBadRequest, "content-length header must be an integer", "")
-				return
-			}
-			if r.ContentLength > 0 && r.Header.Get("Content-Type") == "" {
-				writeError(w, r, http.StatusBadRequest, "content-type header required when content-length > 0", "")
-				return
-			}
+		if _, bad := r.Header[badContentLengthHeader]; bad {
+			// The body that followed cannot be delimited: drop the
+			// connection after answering.
+			w.Header().Set("Connection", "close")
+			writeRaisedError(w, r, http.StatusBadRequest, "content-length header must be an integer", "")
+			return
+		}
+		if r.ContentLength > 0 && r.Header.Get("Content-Type") == "" {
+			writeRaisedError(w, r, http.StatusBadRequest, "content-type header required when content-length > 0", "")
+			return
+		}
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			writeRaisedError(w, r, http.StatusRequestEntityTooLarge,
+				fmt.Sprintf("Request body larger than %d bytes", s.cfg.MaxBodyBytes), "")
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		next.ServeHTTP(w, r)
 	})
 }
 
-// cors is replaced by the CORS middleware when origins are configured.
+// cors is the CORS middleware when origins are configured.
 func (s *Server) cors(next http.Handler) http.Handler {
 	if len(s.cfg.CORSAllowedOrigins) == 0 {
 		return next

@@ -15,7 +15,19 @@ func usage() {
 
 Usage:
   placementd serve [flags]     run a node (a fresh data dir starts a single-node cluster)
+  placementd cluster status    members, leader, term, indexes, health, digests
+  placementd cluster remove NODE
+                               remove a (dead) member
+  placementd snapshot save FILE
+                               back up a live cluster (consistent snapshot)
+  placementd snapshot restore FILE --data-dir DIR
+                               seed the first node of a new cluster from a backup
+  placementd snapshot inspect FILE
+                               check a backup and print its state digest
   placementd version           print the version
+
+Operator commands take --addr (any member's API address) and
+--cluster-secret. See docs/cluster.md.
 
 Run 'placementd serve --help' for the serve flags; every flag can also be
 set with an environment variable PLACEMENTD_<FLAG_NAME> (upper case, dashes
@@ -32,6 +44,10 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "cluster":
+		err = clusterCommand(os.Args[2:])
+	case "snapshot":
+		err = snapshotCommand(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("placementd", version)
 	case "help", "-h", "--help":

@@ -1,25 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/fsm"
-	"github.com/placementd/placementd/httpapi"
 )
 
 type serveConfig struct {
@@ -31,6 +20,33 @@ type serveConfig struct {
 	incompleteProject, incompleteUser   string
 	authStrategy                        string
 	logFormat, logLevel                 string
+	cluster                             clusterFlags
+}
+
+// clusterFlags are the serve flags about the Raft group.
+type clusterFlags struct {
+	join                         string
+	secret                       string
+	nonVoter                     bool
+	raftAdvertise, httpAdvertise string
+	snapshotThreshold            uint64
+	snapshotInterval             time.Duration
+	trailingLogs                 uint64
+	leaveOnShutdown              bool
+	shutdownTimeout              time.Duration
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.join, "join", "", "comma-separated API addresses (host:port) of members of a cluster to join; a fresh node without --join starts a new single-node cluster")
+	fs.StringVar(&c.secret, "cluster-secret", "", "shared secret of the cluster: needed to join and for the operator API (/_cluster/...); give every node the same")
+	fs.BoolVar(&c.nonVoter, "non-voter", false, "join as a non-voting member (a read replica, e.g. in a remote region)")
+	fs.StringVar(&c.raftAdvertise, "raft-advertise", "", "Raft address other nodes dial (default: --raft-addr, which must then be a specific IP)")
+	fs.StringVar(&c.httpAdvertise, "http-advertise", "", "API address other nodes forward requests to (default: --http-addr, or the hostname with its port when it binds all interfaces)")
+	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", 8192, "take a Raft snapshot (and compact the log) after this many new log entries")
+	fs.DurationVar(&c.snapshotInterval, "snapshot-interval", 2*time.Minute, "how often to check --snapshot-threshold")
+	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so a slightly lagging node catches up without a snapshot install")
+	fs.BoolVar(&c.leaveOnShutdown, "leave-on-shutdown", true, "on SIGTERM/SIGINT, leave the cluster (the last voter never leaves); a node restarted with --join, or with known peers, joins again")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "bound on a graceful shutdown: draining requests, transferring leadership, leaving")
 }
 
 func serveFlags(fs *flag.FlagSet) *serveConfig {
@@ -49,6 +65,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.authStrategy, "auth-strategy", "noauth2", "authentication: noauth2")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	c.cluster.register(fs)
 	return c
 }
 
@@ -120,44 +137,5 @@ func serve(args []string) error {
 		return err
 	}
 
-	machine := fsm.New()
-	node, err := cluster.Open(cluster.Config{
-		NodeID: id, RaftAddr: c.raftAddr, DataDir: c.dataDir, Bootstrap: true,
-		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr, JSONFormat: c.logFormat == "json"}),
-	}, machine)
-	if err != nil {
-		return err
-	}
-	api := httpapi.New(node, httpapi.Config{
-		IncompleteConsumerProjectID: c.incompleteProject,
-		IncompleteConsumerUserID:    c.incompleteUser,
-		CORSAllowedOrigins:          splitList(c.corsAllowedOrigin),
-		CORSAllowHeaders:            splitList(c.corsAllowHeaders),
-		Logger:                      log,
-		Authorizer:                  authz,
-	})
-	ln, err := net.Listen("tcp", c.httpAddr)
-	if err != nil {
-		node.Shutdown()
-		return err
-	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("placementd serving", "node", id, "http", ln.Addr().String(), "raft", node.RaftAddr(), "data_dir", c.dataDir)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	select {
-	case err = <-errc:
-	case sig := <-sigs:
-		log.Info("shutting down", "signal", sig.String())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = srv.Shutdown(ctx)
-		cancel()
-	}
-	if serr := node.Shutdown(); err == nil || errors.Is(err, http.ErrServerClosed) {
-		err = serr
-	}
-	return err
+	return runNode(c, id, authz, log)
 }

@@ -158,6 +158,10 @@ type Store struct {
 	NextConsumerTypeID int
 	// LastIndex is the Raft index of the last command applied.
 	LastIndex uint64
+
+	// order caches the providers in ID order for searches (see
+	// candidate_index.go); it is rebuilt by readers, never by writes.
+	order orderCache
 }
 
 // New returns a store holding only the standard resource classes and traits.

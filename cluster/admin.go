@@ -1,0 +1,290 @@
+package cluster
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The operator API, under /_cluster/ (a prefix Placement does not use).
+// Every endpoint but /_cluster/health needs "Authorization: Bearer SECRET"
+// with the cluster secret; a node started without one refuses them.
+//
+//	GET  /_cluster/health    ready for traffic? 200 or 503 (no secret)
+//	GET  /_cluster/self      this node's Raft state and state digest
+//	GET  /_cluster/status    members, leader, term, every node's report
+//	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter"}
+//	POST /_cluster/remove    {"id"}
+//	GET  /_cluster/snapshot  a consistent placement snapshot (backup)
+
+// NodeStatus is what a node reports about itself.
+type NodeStatus struct {
+	ID                string `json:"id"`
+	State             string `json:"state"`
+	Leader            string `json:"leader"`
+	Term              uint64 `json:"term"`
+	LastLogIndex      uint64 `json:"last_log_index"`
+	CommitIndex       uint64 `json:"commit_index"`
+	AppliedIndex      uint64 `json:"applied_index"`
+	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
+	// LastContactMS: milliseconds since a follower last heard from the
+	// leader (0 on the leader, -1 never).
+	LastContactMS int64  `json:"last_contact_ms"`
+	RaftAddr      string `json:"raft_addr"`
+	HTTPAddr      string `json:"http_addr"`
+	Ready         bool   `json:"ready"`
+	// Digest is the hash of the placement state as of StateIndex, the last
+	// placement command applied: nodes at the same StateIndex must agree.
+	Digest     string `json:"digest"`
+	StateIndex uint64 `json:"state_index"`
+}
+
+// MemberStatus is a member as the cluster status reports it.
+type MemberStatus struct {
+	Member
+	Healthy bool        `json:"healthy"`
+	Error   string      `json:"error,omitempty"`
+	Status  *NodeStatus `json:"status,omitempty"`
+}
+
+// ClusterStatus answers GET /_cluster/status.
+type ClusterStatus struct {
+	Leader  string         `json:"leader"`
+	Term    uint64         `json:"term"`
+	Members []MemberStatus `json:"members"`
+}
+
+// JoinRequest is the body of POST /_cluster/join.
+type JoinRequest struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+	NonVoter bool   `json:"non_voter"`
+}
+
+// Status reports this node.
+func (n *Node) Status(withDigest bool) NodeStatus {
+	st := NodeStatus{
+		ID: n.cfg.NodeID, State: n.Raft.State().String(), Term: n.Raft.CurrentTerm(),
+		LastLogIndex: n.Raft.LastIndex(), CommitIndex: n.Raft.CommitIndex(),
+		AppliedIndex: n.Raft.AppliedIndex(), RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr,
+	}
+	st.Leader, _ = n.Leader()
+	if v, err := strconv.ParseUint(n.Raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
+		st.LastSnapshotIndex = v
+	}
+	switch lc := n.Raft.LastContact(); {
+	case n.IsLeader():
+	case lc.IsZero():
+		st.LastContactMS = -1
+	default:
+		st.LastContactMS = time.Since(lc).Milliseconds()
+	}
+	if withDigest {
+		st.Digest, st.StateIndex = n.FSM.Digest()
+	}
+	return st
+}
+
+func (h *Handler) ready() bool {
+	if h.draining.Load() || !h.node.IsMember() {
+		return false
+	}
+	id, _ := h.node.Leader()
+	return id != ""
+}
+
+func (h *Handler) authorized(r *http.Request) bool {
+	if h.opts.Secret == "" {
+		return false
+	}
+	got := []byte(r.Header.Get("Authorization"))
+	want := []byte("Bearer " + h.opts.Secret)
+	return subtle.ConstantTimeCompare(got, want) == 1
+}
+
+func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
+	route := r.Method + " " + r.URL.Path
+	if route == "GET /_cluster/health" || route == "HEAD /_cluster/health" {
+		st := h.node.Status(false)
+		st.Ready = h.ready()
+		code := http.StatusOK
+		if !st.Ready {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSONBody(w, code, st)
+		return
+	}
+	if h.opts.Secret == "" {
+		writeErrorBody(w, http.StatusForbidden, "The operator API is disabled: start placementd with --cluster-secret.")
+		return
+	}
+	if !h.authorized(r) {
+		writeErrorBody(w, http.StatusUnauthorized, "The cluster secret is missing or wrong.")
+		return
+	}
+	switch route {
+	case "GET /_cluster/self":
+		st := h.node.Status(r.URL.Query().Get("digest") != "false")
+		st.Ready = h.ready()
+		writeJSONBody(w, http.StatusOK, st)
+	case "GET /_cluster/status":
+		writeJSONBody(w, http.StatusOK, h.clusterStatus(r.Context(), r.Header.Get("Authorization")))
+	case "POST /_cluster/join":
+		h.toLeader(w, r, http.HandlerFunc(h.join))
+	case "POST /_cluster/remove":
+		h.toLeader(w, r, http.HandlerFunc(h.remove))
+	case "GET /_cluster/snapshot":
+		h.toLeader(w, r, http.HandlerFunc(h.snapshot))
+	default:
+		writeErrorBody(w, http.StatusNotFound, "No such operator endpoint: "+route)
+	}
+}
+
+func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
+	var req JoinRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeErrorBody(w, http.StatusBadRequest, "join: "+err.Error())
+		return
+	}
+	if err := h.node.AddMember(r.Context(), req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter); err != nil {
+		h.membershipError(w, err)
+		return
+	}
+	h.opts.Logger.Info("member joined", "id", req.ID, "raft", req.RaftAddr, "http", req.HTTPAddr, "non_voter", req.NonVoter)
+	members, _ := h.node.Members()
+	writeJSONBody(w, http.StatusOK, map[string]any{"members": members})
+}
+
+func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.ID == "" {
+		writeErrorBody(w, http.StatusBadRequest, "remove: a JSON body {\"id\": NODE} is required")
+		return
+	}
+	if err := h.node.RemoveMember(r.Context(), req.ID); err != nil {
+		h.membershipError(w, err)
+		return
+	}
+	h.opts.Logger.Info("member removed", "id", req.ID)
+	members, _ := h.node.Members()
+	writeJSONBody(w, http.StatusOK, map[string]any{"members": members})
+}
+
+func (h *Handler) membershipError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		writeUnavailable(w, "Leadership changed; retry.", true)
+	case errors.Is(err, ErrNoSuchMember):
+		writeErrorBody(w, http.StatusNotFound, err.Error())
+	default:
+		writeErrorBody(w, http.StatusConflict, err.Error())
+	}
+}
+
+// snapshot streams a placement snapshot (snapshot.Write format) of a
+// state at least as new as every write acknowledged before the request.
+func (h *Handler) snapshot(w http.ResponseWriter, r *http.Request) {
+	if err := h.node.ReadBarrier(r.Context()); err != nil {
+		writeUnavailable(w, "Cannot confirm leadership: "+err.Error(), true)
+		return
+	}
+	snap, err := h.node.FSM.Snapshot()
+	if err != nil {
+		writeErrorBody(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	defer snap.Release()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	// A failure mid-stream leaves a truncated gzip stream, which the
+	// reader rejects.
+	snap.Persist(&responseSink{w: w})
+}
+
+type responseSink struct{ w http.ResponseWriter }
+
+func (s *responseSink) Write(p []byte) (int, error) { return s.w.Write(p) }
+func (s *responseSink) Close() error                { return nil }
+func (s *responseSink) Cancel() error               { return nil }
+func (s *responseSink) ID() string                  { return "http" }
+
+var _ raft.SnapshotSink = (*responseSink)(nil)
+
+// clusterStatus asks every member for its report, in parallel.
+func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus {
+	out := ClusterStatus{Term: h.node.Raft.CurrentTerm()}
+	out.Leader, _ = h.node.Leader()
+	members, err := h.node.Members()
+	if err != nil {
+		return out
+	}
+	out.Members = make([]MemberStatus, len(members))
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, m := range members {
+		out.Members[i].Member = m
+		wg.Add(1)
+		go func(ms *MemberStatus) {
+			defer wg.Done()
+			var st NodeStatus
+			if ms.ID == h.node.ID() {
+				st = h.node.Status(true)
+				st.Ready = h.ready()
+			} else if ms.HTTPAddr == "" {
+				ms.Error = "API address not known yet"
+				return
+			} else if err := getJSON(ctx, h.client, ms.HTTPAddr, "/_cluster/self", auth, &st); err != nil {
+				ms.Error = err.Error()
+				return
+			}
+			ms.Status = &st
+		}(&out.Members[i])
+	}
+	wg.Wait()
+	for i := range out.Members {
+		ms := &out.Members[i]
+		st := ms.Status
+		ms.Healthy = st != nil && st.Leader != "" && st.Leader == out.Leader &&
+			(st.State == "Leader" || (st.LastContactMS >= 0 && st.LastContactMS < 5000))
+	}
+	return out
+}
+
+func getJSON(ctx context.Context, c *http.Client, addr, path, auth string, dst any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s%s: %s", addr, path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(dst)
+}
+
+func writeJSONBody(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}

@@ -1,0 +1,206 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Client talks to the operator API of a cluster (the CLI, joining and
+// leaving nodes). Addr is any member's API address, host:port or a URL.
+type Client struct {
+	Addr   string
+	Secret string
+	HTTP   *http.Client
+}
+
+func (c *Client) url(path string) string {
+	addr := strings.TrimSuffix(c.Addr, "/")
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return addr + path
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path), body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Secret != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Secret)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return responseError(resp)
+	}
+	if w, ok := out.(io.Writer); ok {
+		_, err = io.Copy(w, resp.Body)
+		return err
+	}
+	if out != nil {
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	return nil
+}
+
+// StatusError is a non-2xx answer of the operator API.
+type StatusError struct {
+	Code   int
+	Detail string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Detail) }
+
+func responseError(resp *http.Response) error {
+	var body struct {
+		Errors []struct {
+			Detail string `json:"detail"`
+		} `json:"errors"`
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	detail := strings.TrimSpace(string(raw))
+	if json.Unmarshal(raw, &body) == nil && len(body.Errors) > 0 {
+		detail = strings.TrimSpace(body.Errors[0].Detail)
+	}
+	return &StatusError{Code: resp.StatusCode, Detail: detail}
+}
+
+// Status fetches the cluster status.
+func (c *Client) Status(ctx context.Context) (ClusterStatus, error) {
+	var st ClusterStatus
+	err := c.do(ctx, http.MethodGet, "/_cluster/status", nil, &st)
+	return st, err
+}
+
+// Self fetches the report of the node at Addr.
+func (c *Client) Self(ctx context.Context) (NodeStatus, error) {
+	var st NodeStatus
+	err := c.do(ctx, http.MethodGet, "/_cluster/self", nil, &st)
+	return st, err
+}
+
+// Join asks the cluster to add a node.
+func (c *Client) Join(ctx context.Context, req JoinRequest) error {
+	return c.do(ctx, http.MethodPost, "/_cluster/join", req, nil)
+}
+
+// Remove asks the cluster to remove node id.
+func (c *Client) Remove(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, "/_cluster/remove", map[string]string{"id": id}, nil)
+}
+
+// Snapshot writes a consistent placement snapshot of the cluster to w.
+func (c *Client) Snapshot(ctx context.Context, w io.Writer) error {
+	return c.do(ctx, http.MethodGet, "/_cluster/snapshot", nil, w)
+}
+
+// JoinCluster announces this node to the cluster through any of targets
+// (API addresses of members) until one accepts or ctx ends. Joining is
+// idempotent, so a restarting member announces itself again (its API
+// address may have changed).
+func (n *Node) JoinCluster(ctx context.Context, targets []string, secret string, nonVoter bool) error {
+	req := JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter}
+	var last error
+	for {
+		for _, t := range targets {
+			if t == n.cfg.HTTPAddr {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err := (&Client{Addr: t, Secret: secret}).Join(cctx, req)
+			cancel()
+			if err == nil {
+				return nil
+			}
+			last = fmt.Errorf("joining through %s: %w", t, err)
+			var se *StatusError
+			if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) {
+				return last // retrying will not help
+			}
+		}
+		if last == nil {
+			return errors.New("join: no address to join through")
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Leave removes this node from the cluster (a voluntary leave): a leader
+// hands leadership over first, then the leader removes this node. The
+// last voter does not leave: there would be no cluster left.
+func (n *Node) Leave(ctx context.Context, secret string) error {
+	if !n.IsMember() || n.Alone() {
+		return nil
+	}
+	if n.voters() == 1 && n.isVoter() {
+		return nil
+	}
+	if n.IsLeader() {
+		if err := n.TransferLeadership(); err != nil {
+			return fmt.Errorf("leave: transferring leadership: %w", err)
+		}
+	}
+	var last error
+	for {
+		if id, addr := n.Leader(); id != "" && id != n.cfg.NodeID && addr != "" {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			last = (&Client{Addr: addr, Secret: secret}).Remove(cctx, n.cfg.NodeID)
+			cancel()
+			var se *StatusError
+			if last == nil || (errors.As(last, &se) && se.Code == http.StatusNotFound) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = ctx.Err()
+			}
+			return fmt.Errorf("leave: %w", last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) isVoter() bool {
+	members, err := n.Members()
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if m.ID == n.cfg.NodeID {
+			return m.Voter
+		}
+	}
+	return false
+}

@@ -1,0 +1,418 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/snapshot"
+)
+
+func TestJoinStatusAndMembership(t *testing.T) {
+	c, nodes := threeNodes(t, nil)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	c.converged()
+	c.join(n3, n1, false) // waits until n3 knows n1's address
+
+	st, err := client(n3).Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Leader != "n1" || len(st.Members) != 3 {
+		t.Fatalf("status: leader %q, %d members", st.Leader, len(st.Members))
+	}
+	for _, m := range st.Members {
+		if !m.Voter || !m.Healthy || m.Status == nil || m.HTTPAddr != c.nodes[m.ID].addr {
+			t.Errorf("member %+v (status %+v)", m, m.Status)
+		}
+	}
+
+	// Joining again is a no-op; a non-voter joins as one.
+	c.join(n2, n3, false)
+	n4 := c.start("n4", false, nil)
+	c.join(n4, n3, true)
+	members, _ := n1.node.Members()
+	if len(members) != 4 || members[3].ID != "n4" || members[3].Voter {
+		t.Fatalf("members after non-voter join: %+v", members)
+	}
+	c.converged()
+
+	// A voluntary leave, then an operator's removal of a dead node.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n4.node.Leave(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	c.stop(n4)
+	c.stop(n3)
+	if err := client(n2).Remove(ctx, "n3"); err != nil {
+		t.Fatal(err)
+	}
+	members, _ = n2.node.Members()
+	if len(members) != 2 || members[0].ID != "n1" || members[1].ID != "n2" {
+		t.Fatalf("members after leave and remove: %+v", members)
+	}
+	var se *cluster.StatusError
+	if err := client(n2).Remove(ctx, "n3"); !errors.As(err, &se) || se.Code != http.StatusNotFound {
+		t.Fatalf("removing a removed node: %v", err)
+	}
+	// The two left still make a quorum.
+	if r := do(t, n2, "PUT", "/resource_classes/CUSTOM_AFTER", nil); r.status != 201 {
+		t.Fatalf("write after removal: %d %s", r.status, r.body)
+	}
+}
+
+func TestOperatorAPINeedsTheSecret(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.start("n1", true, nil)
+	c.leader()
+	n2 := c.start("n2", false, nil)
+
+	ctx := context.Background()
+	bad := &cluster.Client{Addr: n1.addr, Secret: "wrong"}
+	var se *cluster.StatusError
+	err := bad.Join(ctx, cluster.JoinRequest{ID: "n2", RaftAddr: "n2", HTTPAddr: n2.addr})
+	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		t.Fatalf("join with a wrong secret: %v", err)
+	}
+	if _, err := (&cluster.Client{Addr: n1.addr}).Status(ctx); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		t.Fatalf("status without the secret: %v", err)
+	}
+	if members, _ := n1.node.Members(); len(members) != 1 {
+		t.Fatalf("a node joined without the secret: %+v", members)
+	}
+	resp, err := http.Get("http://" + n1.addr + "/_cluster/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	// n2 is not a member of anything yet: not ready.
+	resp, err = http.Get("http://" + n2.addr + "/_cluster/health")
+	if err != nil || resp.StatusCode != 503 {
+		t.Fatalf("health of a node not yet joined: %v %v", err, resp)
+	}
+	resp.Body.Close()
+}
+
+func TestFollowersServeTheWholeAPI(t *testing.T) {
+	c, nodes := threeNodes(t, nil)
+	leader := c.leader()
+	f := c.followers()
+
+	// A write through a follower gets the leader's response.
+	r := do(t, f[0], "PUT", "/resource_classes/CUSTOM_GOLD", nil)
+	if r.status != 201 || r.header.Get(cluster.ServedByHeader) != leader.id {
+		t.Fatalf("PUT via follower: %d served by %q: %s", r.status, r.header.Get(cluster.ServedByHeader), r.body)
+	}
+	if r.header.Get("X-Openstack-Request-Id") == "" || r.header.Get("Location") == "" {
+		t.Fatalf("leader's headers not relayed: %v", r.header)
+	}
+	r = do(t, f[1], "PUT", "/resource_classes/CUSTOM_GOLD", nil)
+	if r.status != 204 {
+		t.Fatalf("second PUT via the other follower: %d %s", r.status, r.body)
+	}
+	r = do(t, f[0], "POST", "/resource_classes", map[string]string{"name": "CUSTOM_GOLD"})
+	if r.status != 409 {
+		t.Fatalf("duplicate via follower: %d %s", r.status, r.body)
+	}
+	r = do(t, f[0], "POST", "/resource_classes", map[string]string{"name": "lowercase"})
+	if r.status != 400 {
+		t.Fatalf("invalid body via follower: %d %s", r.status, r.body)
+	}
+
+	// Linearizable reads on any node: a write acknowledged through one
+	// node is seen by a read that starts afterwards through any other.
+	for i := 0; i < 30; i++ {
+		name := fmt.Sprintf("CUSTOM_LIN_%d", i)
+		w, rd := nodes[i%3], nodes[(i+1)%3]
+		if r := do(t, w, "PUT", "/resource_classes/"+name, nil); r.status != 201 {
+			t.Fatalf("PUT %s via %s: %d %s", name, w.id, r.status, r.body)
+		}
+		if r := do(t, rd, "GET", "/resource_classes/"+name, nil); r.status != 200 {
+			t.Fatalf("read-your-write of %s via %s after writing via %s: %d", name, rd.id, w.id, r.status)
+		}
+	}
+
+	// A stale read is answered by the node itself.
+	r = do(t, f[1], "GET", "/resource_classes/CUSTOM_GOLD", nil, cluster.StaleReadHeader, "true")
+	if r.status != 200 || r.header.Get(cluster.ServedByHeader) != f[1].id {
+		t.Fatalf("stale read: %d served by %q", r.status, r.header.Get(cluster.ServedByHeader))
+	}
+	// Without the header, reads go to the leader.
+	r = do(t, f[1], "GET", "/resource_classes", nil)
+	if r.status != 200 || r.header.Get(cluster.ServedByHeader) != leader.id {
+		t.Fatalf("read: %d served by %q", r.status, r.header.Get(cluster.ServedByHeader))
+	}
+	c.converged()
+}
+
+// A stale read can miss a write; the default read cannot. Cut a follower
+// off, write through the leader, then read through the follower.
+func TestStaleReadIsLocal(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	leader := c.leader()
+	f := c.followers()[0]
+	c.converged()
+	leader.trans.Disconnect(raft.ServerAddress(f.id))
+	if r := do(t, leader, "PUT", "/resource_classes/CUSTOM_UNSEEN", nil); r.status != 201 {
+		t.Fatalf("PUT: %d", r.status)
+	}
+	if r := do(t, f, "GET", "/resource_classes/CUSTOM_UNSEEN", nil, cluster.StaleReadHeader, "true"); r.status != 404 {
+		t.Fatalf("stale read on a cut-off follower saw the write: %d", r.status)
+	}
+	if r := do(t, f, "GET", "/resource_classes/CUSTOM_UNSEEN", nil); r.status != 200 {
+		t.Fatalf("linearizable read on a cut-off follower: %d", r.status)
+	}
+	leader.trans.Connect(raft.ServerAddress(f.id), f.trans)
+	c.converged()
+}
+
+func TestLeaderLoss(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	old := c.leader()
+	if r := do(t, old, "PUT", "/resource_classes/CUSTOM_BEFORE", nil); r.status != 201 {
+		t.Fatalf("PUT: %d", r.status)
+	}
+	c.converged()
+	f := c.followers()
+	killed := time.Now()
+	c.stop(old)
+	// Through a follower, a write waits for the new leader.
+	r := do(t, f[0], "PUT", "/resource_classes/CUSTOM_AFTER", nil)
+	if r.status != 201 {
+		t.Fatalf("PUT after leader loss: %d %s", r.status, r.body)
+	}
+	if took := time.Since(killed); took > 5*time.Second {
+		t.Fatalf("writes served again only after %s", took)
+	}
+	if r := do(t, f[1], "GET", "/resource_classes/CUSTOM_BEFORE", nil); r.status != 200 {
+		t.Fatalf("write acknowledged before the loss is gone: %d", r.status)
+	}
+	c.converged()
+}
+
+// A leader cut off from the others cannot commit: its write's outcome is
+// unknown when it steps down, answered 503 with Retry-After, and the
+// cluster stays consistent afterwards.
+func TestUnknownOutcomeIs503(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	old := c.leader()
+	c.converged()
+	for _, f := range c.followers() {
+		old.trans.Disconnect(raft.ServerAddress(f.id))
+		f.trans.Disconnect(raft.ServerAddress(old.id))
+	}
+	r := do(t, old, "PUT", "/resource_classes/CUSTOM_LIMBO", nil)
+	if r.status != 503 || r.header.Get("Retry-After") == "" {
+		t.Fatalf("write on a partitioned leader: %d %q %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	for _, f := range c.followers() {
+		if f == old {
+			continue
+		}
+		old.trans.Connect(raft.ServerAddress(f.id), f.trans)
+		f.trans.Connect(raft.ServerAddress(old.id), old.trans)
+	}
+	c.converged()
+}
+
+func TestSnapshotInstallAndCatchUp(t *testing.T) {
+	tune := func(rc *raft.Config) {
+		rc.SnapshotThreshold = 16
+		rc.TrailingLogs = 4
+		rc.SnapshotInterval = 50 * time.Millisecond
+	}
+	c := newTestCluster(t)
+	n1 := c.start("n1", true, tune)
+	c.leader()
+	for i := 0; i < 60; i++ {
+		if r := do(t, n1, "PUT", fmt.Sprintf("/resource_classes/CUSTOM_C%d", i), nil); r.status != 201 {
+			t.Fatalf("PUT: %d", r.status)
+		}
+	}
+	if err := n1.node.Raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := c.start("n2", false, tune)
+	c.join(n2, n1, false)
+	want := c.converged()
+	if snap := n2.node.Status(false).LastSnapshotIndex; snap == 0 {
+		t.Fatalf("n2 caught up without a snapshot install (last snapshot index 0)")
+	}
+	// The snapshot carried the members' API addresses: n2 can forward.
+	if id, addr := n2.node.Leader(); id != "n1" || addr != n1.addr {
+		t.Fatalf("n2 sees leader %q at %q", id, addr)
+	}
+	if r := do(t, n2, "GET", "/resource_classes/CUSTOM_C59", nil); r.status != 200 {
+		t.Fatalf("GET via n2: %d", r.status)
+	}
+
+	// A node that falls behind by more than the trailing logs catches up
+	// by snapshot install too.
+	n1.trans.Disconnect(raft.ServerAddress("n2"))
+	n2.trans.Disconnect(raft.ServerAddress("n1"))
+	n3 := c.start("n3", false, tune)
+	c.join(n3, n1, false)
+	// n1 and n3 are a quorum of three without n2.
+	for i := 0; i < 60; i++ {
+		if r := do(t, n1, "PUT", fmt.Sprintf("/resource_classes/CUSTOM_D%d", i), nil); r.status != 201 {
+			t.Fatalf("PUT while n2 is cut off: %d", r.status)
+		}
+	}
+	if err := n1.node.Raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	before := n2.node.Status(false).LastSnapshotIndex
+	n1.trans.Connect(raft.ServerAddress("n2"), n2.trans)
+	n2.trans.Connect(raft.ServerAddress("n1"), n1.trans)
+	if got := c.converged(); got == want {
+		t.Fatal("state did not change")
+	}
+	if after := n2.node.Status(false).LastSnapshotIndex; after <= before {
+		t.Fatalf("n2 caught up without a new snapshot install (%d -> %d)", before, after)
+	}
+}
+
+// A node recovers its state from its own snapshot and log on restart.
+func TestRestartRecovers(t *testing.T) {
+	dir := t.TempDir()
+	c := newTestCluster(t)
+	cfg := func() cluster.Config {
+		return cluster.Config{Bootstrap: true, DataDir: dir, Tune: fastRaft(func(rc *raft.Config) {
+			rc.SnapshotThreshold = 10
+			rc.TrailingLogs = 2
+		})}
+	}
+	_, trans := raft.NewInmemTransport("n1")
+	n1 := c.startWith("n1", trans, cfg())
+	c.leader()
+	for i := 0; i < 30; i++ {
+		if r := do(t, n1, "PUT", fmt.Sprintf("/resource_classes/CUSTOM_R%d", i), nil); r.status != 201 {
+			t.Fatalf("PUT: %d", r.status)
+		}
+		if i == 20 {
+			if err := n1.node.Raft.Snapshot().Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want, wantIdx := n1.node.FSM.Digest()
+	c.stop(n1)
+	delete(c.nodes, "n1")
+
+	_, trans = raft.NewInmemTransport("n1")
+	n1 = c.startWith("n1", trans, cfg())
+	c.leader()
+	if r := do(t, n1, "GET", "/resource_classes/CUSTOM_R29", nil); r.status != 200 {
+		t.Fatalf("GET after restart: %d", r.status)
+	}
+	if got, idx := n1.node.FSM.Digest(); got != want || idx != wantIdx {
+		t.Fatalf("digest after restart %s@%d, want %s@%d", got, idx, want, wantIdx)
+	}
+	if n1.node.Status(false).LastSnapshotIndex == 0 {
+		t.Fatal("no snapshot was taken")
+	}
+}
+
+// A backup taken from a live cluster seeds a new one that answers every
+// GET identically.
+func TestBackupAndRestore(t *testing.T) {
+	c, nodes := threeNodes(t, nil)
+	for i := 0; i < 10; i++ {
+		if r := do(t, nodes[i%3], "PUT", fmt.Sprintf("/resource_classes/CUSTOM_B%d", i), nil); r.status != 201 {
+			t.Fatalf("PUT: %d", r.status)
+		}
+	}
+	if r := do(t, nodes[1], "PUT", "/traits/CUSTOM_T", nil); r.status != 201 {
+		t.Fatalf("PUT trait: %d %s", r.status, r.body)
+	}
+	var buf bytes.Buffer
+	if err := client(c.followers()[0]).Snapshot(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	digest, _, err := snapshot.Inspect(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _ := nodes[0].node.FSM.Digest()
+	if digest != live {
+		t.Fatalf("backup digest %s, cluster %s", digest, live)
+	}
+
+	c2 := newTestCluster(t)
+	m1 := c2.start("m1", true, nil)
+	c2.leader()
+	if err := m1.node.RestoreBackup(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m1.node.FSM.Digest(); got != digest {
+		t.Fatalf("restored digest %s, want %s", got, digest)
+	}
+	for _, path := range []string{"/resource_classes", "/resource_classes/CUSTOM_B3", "/traits?name=startswith:CUSTOM_", "/resource_providers"} {
+		a, b := do(t, nodes[2], "GET", path, nil), do(t, m1, "GET", path, nil)
+		if a.status != b.status || !bytes.Equal(a.body, b.body) {
+			t.Fatalf("GET %s: original %d %s, restored %d %s", path, a.status, a.body, b.status, b.body)
+		}
+	}
+	// A node joining the restored cluster gets the restored state.
+	m2 := c2.start("m2", false, nil)
+	c2.join(m2, m1, false)
+	if got := c2.converged(); got[:len(digest)] != digest {
+		t.Fatalf("joined node digest %s, want %s", got, digest)
+	}
+}
+
+// Concurrent writes through every node all commit once and the replicas
+// agree.
+func TestConcurrentWritesThroughAllNodes(t *testing.T) {
+	c, nodes := threeNodes(t, nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failures := 0
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 15; i++ {
+				r := do(t, nodes[(w+i)%3], "PUT", "/resource_classes/CUSTOM_W"+strconv.Itoa(w)+"_"+strconv.Itoa(i), nil)
+				if r.status != 201 {
+					mu.Lock()
+					failures++
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if failures != 0 {
+		t.Fatalf("%d writes failed", failures)
+	}
+	c.converged()
+	var list struct {
+		ResourceClasses []struct{ Name string } `json:"resource_classes"`
+	}
+	r := do(t, nodes[2], "GET", "/resource_classes", nil)
+	if err := json.Unmarshal(r.body, &list); err != nil {
+		t.Fatal(err)
+	}
+	custom := 0
+	for _, rc := range list.ResourceClasses {
+		if strings.HasPrefix(rc.Name, "CUSTOM_W") {
+			custom++
+		}
+	}
+	if custom != 90 {
+		t.Fatalf("%d custom classes, want 90", custom)
+	}
+}

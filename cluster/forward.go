@@ -1,0 +1,222 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Headers of the forwarding protocol.
+const (
+	// StaleReadHeader: a client sending "X-Placementd-Stale-Read: true" on
+	// a GET accepts an answer from the local node's state, which may miss
+	// writes acknowledged elsewhere, instead of a linearizable one.
+	StaleReadHeader = "X-Placementd-Stale-Read"
+	// hopsHeader counts how often a request was forwarded, so that nodes
+	// with different views of the leader cannot bounce it forever.
+	hopsHeader = "X-Placementd-Forwarded-Hops"
+	// ServedByHeader names the node whose API produced the response.
+	ServedByHeader = "X-Placementd-Served-By"
+	maxHops        = 2
+)
+
+// HandlerOptions configure the cluster front of the API.
+type HandlerOptions struct {
+	// Secret authenticates the operator API (/_cluster/...): joining,
+	// removing, status, snapshots. Empty: only /_cluster/health answers.
+	Secret string
+	// LeaderWait bounds how long a request waits for a reachable leader
+	// during an election before it is answered 503 (default 10 s).
+	LeaderWait time.Duration
+	// MaxBodyBytes bounds forwarded request bodies (default 16 MiB + 1,
+	// so the leader's own limit answers 413).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// Handler serves the whole Placement API on any node: the leader answers
+// from its API; a follower forwards the request to the leader's API and
+// relays its response, so a client sees what the leader would have said.
+// It also serves the operator API under /_cluster/.
+type Handler struct {
+	node     *Node
+	api      http.Handler
+	opts     HandlerOptions
+	client   *http.Client
+	draining atomic.Bool
+	inflight atomic.Int64
+}
+
+// Handler builds the cluster front of api.
+func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
+	if opts.LeaderWait == 0 {
+		opts.LeaderWait = 10 * time.Second
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = 16<<20 + 1
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 128,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Handler{node: n, api: api, opts: opts, client: &http.Client{
+		Transport: tr,
+		// Redirects are the client's business: relay them.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// SetDraining makes the node report not ready (for load balancers) while
+// it keeps serving what reaches it.
+func (h *Handler) SetDraining(v bool) { h.draining.Store(v) }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
+	if strings.HasPrefix(r.URL.Path, "/_cluster/") {
+		h.admin(w, r)
+		return
+	}
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.EqualFold(r.Header.Get(StaleReadHeader), "true") {
+		w.Header().Set(ServedByHeader, h.node.ID())
+		h.api.ServeHTTP(w, r.WithContext(WithStaleRead(r.Context())))
+		return
+	}
+	h.toLeader(w, r, h.api)
+}
+
+// toLeader runs local (the API, or an operator handler) when this node
+// leads, or forwards the request to the leader. It waits for a leader
+// during an election, and tries the next leader when the one it knew
+// cannot be reached: a request that was never sent is safe to send again.
+// A write sent to a leader that died before answering has an unknown
+// outcome: 503 with Retry-After.
+func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Handler) {
+	hops, _ := strconv.Atoi(r.Header.Get(hopsHeader))
+	var body []byte
+	bodyRead := false
+	deadline := time.Now().Add(h.opts.LeaderWait)
+	for {
+		id, addr := h.node.Leader()
+		if id == h.node.ID() || hops >= maxHops || (id == "" && time.Now().After(deadline)) {
+			// The local API answers 503 (with Retry-After, in Placement's
+			// error format) when it turns out not to lead after all.
+			if bodyRead {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			w.Header().Set(ServedByHeader, h.node.ID())
+			local.ServeHTTP(w, r)
+			return
+		}
+		if addr != "" {
+			if !bodyRead {
+				var err error
+				body, err = io.ReadAll(io.LimitReader(r.Body, h.opts.MaxBodyBytes))
+				if err != nil {
+					writeUnavailable(w, "reading the request body: "+err.Error(), false)
+					return
+				}
+				bodyRead = true
+			}
+			resp, err := h.send(r, addr, body, hops+1)
+			if err == nil {
+				relay(w, resp)
+				return
+			}
+			if r.Context().Err() != nil {
+				return // the client went away
+			}
+			safe := r.Method == http.MethodGet || r.Method == http.MethodHead || isDialError(err)
+			if !safe {
+				h.opts.Logger.Warn("forwarded write lost with the leader", "leader", id, "error", err)
+				writeUnavailable(w, "The leader was lost while carrying out the request; its outcome is unknown. Retry it: generations make a retry safe.", true)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			writeUnavailable(w, "No leader is reachable; the cluster may be electing one.", true)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (h *Handler) send(r *http.Request, addr string, body []byte, hops int) (*http.Response, error) {
+	u := *r.URL
+	u.Scheme, u.Host = "http", addr
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	out.Header = r.Header.Clone()
+	for _, k := range hopByHop {
+		out.Header.Del(k)
+	}
+	out.Header.Set(hopsHeader, strconv.Itoa(hops))
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		if prior := r.Header.Get("X-Forwarded-For"); prior != "" {
+			host = prior + ", " + host
+		}
+		out.Header.Set("X-Forwarded-For", host)
+	}
+	out.Host = r.Host
+	if len(body) == 0 && r.ContentLength <= 0 {
+		out.Body, out.ContentLength = http.NoBody, 0
+	}
+	return h.client.Do(out)
+}
+
+// hopByHop are the headers that belong to one connection (RFC 9110 7.6.1).
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func relay(w http.ResponseWriter, resp *http.Response) {
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	for _, k := range hopByHop {
+		w.Header().Del(k)
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// writeUnavailable answers 503 in Placement's error format.
+func writeUnavailable(w http.ResponseWriter, detail string, retry bool) {
+	if retry {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeErrorBody(w, http.StatusServiceUnavailable, detail)
+}
+
+func writeErrorBody(w http.ResponseWriter, status int, detail string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]any{{
+		"status": status, "title": http.StatusText(status), "detail": detail,
+		"code": "placement.undefined_code",
+	}}})
+}

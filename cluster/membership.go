@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Member is one server of the Raft configuration with its advertised API.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Voter    bool   `json:"voter"`
+	Leader   bool   `json:"leader"`
+}
+
+// ID is this node's Raft id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// HTTPAddr is this node's advertised API address.
+func (n *Node) HTTPAddr() string { return n.cfg.HTTPAddr }
+
+// Members lists the latest Raft configuration, by id.
+func (n *Node) Members() ([]Member, error) {
+	fut := n.Raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		return nil, err
+	}
+	_, leader := n.Raft.LeaderWithID()
+	var out []Member
+	for _, s := range fut.Configuration().Servers {
+		out = append(out, Member{
+			ID: string(s.ID), RaftAddr: string(s.Address),
+			HTTPAddr: n.meta.httpAddr(string(s.ID)),
+			Voter:    s.Suffrage == raft.Voter, Leader: s.ID == leader,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Leader returns the leader's id and advertised API address, "" when no
+// leader is known (or its address is not yet).
+func (n *Node) Leader() (id, httpAddr string) {
+	_, lid := n.Raft.LeaderWithID()
+	if lid == "" {
+		return "", ""
+	}
+	if string(lid) == n.cfg.NodeID {
+		return n.cfg.NodeID, n.cfg.HTTPAddr
+	}
+	return string(lid), n.meta.httpAddr(string(lid))
+}
+
+// AddMember adds (or updates) a server; only the leader can. A voter
+// already present with the same address is left as it is, so a restarting
+// node may announce itself again safely. A server at the same Raft address
+// under another id (a node that lost its data dir and came back under a
+// new name) is removed first.
+func (n *Node) AddMember(ctx context.Context, id, raftAddr, httpAddr string, nonVoter bool) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	if id == "" || raftAddr == "" {
+		return errors.New("join: node id and raft address are required")
+	}
+	fut := n.Raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		return err
+	}
+	want := raft.Voter
+	if nonVoter {
+		want = raft.Nonvoter
+	}
+	present := false
+	for _, s := range fut.Configuration().Servers {
+		switch {
+		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr) && s.Suffrage == want:
+			present = true
+		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr) && s.Suffrage == raft.Voter && nonVoter:
+			// Demoting a voter goes through DemoteVoter.
+			if err := n.Raft.DemoteVoter(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
+				return membershipErr(err)
+			}
+			present = true
+		case s.ID == raft.ServerID(id) || s.Address == raft.ServerAddress(raftAddr):
+			if s.ID == raft.ServerID(n.cfg.NodeID) {
+				return fmt.Errorf("join: %s (%s) conflicts with the leader itself", id, raftAddr)
+			}
+			if err := n.Raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
+				return membershipErr(err)
+			}
+		}
+	}
+	if !present {
+		var f raft.IndexFuture
+		if nonVoter {
+			f = n.Raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)
+		} else {
+			f = n.Raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)
+		}
+		if err := f.Error(); err != nil {
+			return membershipErr(err)
+		}
+	}
+	if httpAddr != "" && n.meta.httpAddr(id) != httpAddr {
+		return n.applyMeta(metaEntry{Op: "set", ID: id, HTTPAddr: httpAddr})
+	}
+	return nil
+}
+
+// RemoveMember removes a server (a dead one, or one leaving); only the
+// leader can. Removing the leader itself hands leadership over first.
+func (n *Node) RemoveMember(ctx context.Context, id string) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	fut := n.Raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		return err
+	}
+	found, voters := false, 0
+	for _, s := range fut.Configuration().Servers {
+		if s.ID == raft.ServerID(id) {
+			found = true
+		}
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	if !found {
+		return ErrNoSuchMember
+	}
+	if id == n.cfg.NodeID {
+		if voters == 1 {
+			return errors.New("cannot remove the only voter")
+		}
+		// The new leader removes this node.
+		if err := n.Raft.LeadershipTransfer().Error(); err != nil {
+			return membershipErr(err)
+		}
+		return ErrNotLeader
+	}
+	if err := n.Raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+		return membershipErr(err)
+	}
+	return n.applyMeta(metaEntry{Op: "delete", ID: id})
+}
+
+// ErrNoSuchMember: the node to remove is not in the configuration.
+var ErrNoSuchMember = errors.New("no such member")
+
+func membershipErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrNotLeader
+	}
+	return err
+}
+
+func (n *Node) applyMeta(e metaEntry) error {
+	if err := n.Raft.Apply(encodeMeta(e), n.cfg.ApplyTimeout).Error(); err != nil {
+		return membershipErr(err)
+	}
+	return nil
+}
+
+// TransferLeadership hands leadership to another voter when this node
+// leads and has one; it returns when a new leader is elected or it failed.
+func (n *Node) TransferLeadership() error {
+	if !n.IsLeader() || n.voters() < 2 {
+		return nil
+	}
+	return n.Raft.LeadershipTransfer().Error()
+}
+
+func (n *Node) voters() int {
+	fut := n.Raft.GetConfiguration()
+	if fut.Error() != nil {
+		return 0
+	}
+	v := 0
+	for _, s := range fut.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			v++
+		}
+	}
+	return v
+}
+
+// IsMember reports whether this node is in its latest configuration.
+func (n *Node) IsMember() bool {
+	fut := n.Raft.GetConfiguration()
+	if fut.Error() != nil {
+		return false
+	}
+	for _, s := range fut.Configuration().Servers {
+		if s.ID == raft.ServerID(n.cfg.NodeID) {
+			return true
+		}
+	}
+	return false
+}
+
+// Alone reports whether this node is the only server it knows of.
+func (n *Node) Alone() bool {
+	fut := n.Raft.GetConfiguration()
+	if fut.Error() != nil {
+		return false
+	}
+	s := fut.Configuration().Servers
+	return len(s) == 1 && s[0].ID == raft.ServerID(n.cfg.NodeID)
+}
+
+// PeerHTTPAddrs are the known API addresses of the other members.
+func (n *Node) PeerHTTPAddrs() []string {
+	var out []string
+	t := n.meta.table()
+	for _, id := range sortedIDs(t) {
+		if id != n.cfg.NodeID && t[id] != "" {
+			out = append(out, t[id])
+		}
+	}
+	return out
+}
+
+// maintain keeps the membership table in step with the configuration
+// while this node leads: its own API address, and no addresses of
+// servers that were removed.
+func (n *Node) maintain() {
+	defer n.done.Done()
+	// Act as soon as this node becomes leader (followers need its address
+	// to forward), and now and then in case a proposal failed.
+	obs := make(chan raft.Observation, 4)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.Raft.RegisterObserver(observer)
+	defer n.Raft.DeregisterObserver(observer)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		case <-obs:
+		}
+		if !n.IsLeader() {
+			continue
+		}
+		if n.cfg.HTTPAddr != "" && n.meta.httpAddr(n.cfg.NodeID) != n.cfg.HTTPAddr {
+			n.applyMeta(metaEntry{Op: "set", ID: n.cfg.NodeID, HTTPAddr: n.cfg.HTTPAddr})
+		}
+		fut := n.Raft.GetConfiguration()
+		if fut.Error() != nil {
+			continue
+		}
+		in := map[string]bool{}
+		for _, s := range fut.Configuration().Servers {
+			in[string(s.ID)] = true
+		}
+		for id := range n.meta.table() {
+			if !in[id] {
+				n.applyMeta(metaEntry{Op: "delete", ID: id})
+			}
+		}
+	}
+}
+
+// RestoreBackup replaces the whole placement state, on every member, with
+// a placement snapshot (snapshot.Write format). Only the leader can; meant
+// for seeding a new cluster from a backup.
+func (n *Node) RestoreBackup(data []byte) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(data))}
+	return n.Raft.Restore(meta, bytes.NewReader(data), n.cfg.ApplyTimeout)
+}

@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/fsm"
+)
+
+// Members' HTTP addresses travel through the Raft log beside the placement
+// commands, so every node can find the leader's API to forward requests to,
+// including a node that joined by snapshot install. hashicorp/raft keeps no
+// per-server metadata, and the placement state (and its digest) must not
+// change when a node moves, so they live here and not in fsm/state.
+
+// metaPrefix starts a membership entry; placement entries are JSON objects
+// and start with '{'.
+var metaPrefix = []byte("\x00placementd-cluster ")
+
+// snapHeader starts a Raft snapshot written by this package: one line with
+// the membership table, then the placement snapshot (snapshot.Write).
+const snapHeader = "placementd-cluster v1 "
+
+// metaEntry is one change to the membership table.
+type metaEntry struct {
+	Op       string `json:"op"` // "set" or "delete"
+	ID       string `json:"id"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+}
+
+func encodeMeta(e metaEntry) []byte {
+	b, _ := json.Marshal(e)
+	return append(append([]byte{}, metaPrefix...), b...)
+}
+
+// clusterFSM wraps the placement FSM with the membership table.
+type clusterFSM struct {
+	inner *fsm.FSM
+
+	mu    sync.RWMutex
+	addrs map[string]string // node id -> advertised HTTP address
+}
+
+func newClusterFSM(inner *fsm.FSM) *clusterFSM {
+	return &clusterFSM{inner: inner, addrs: map[string]string{}}
+}
+
+func (c *clusterFSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand || !bytes.HasPrefix(l.Data, metaPrefix) {
+		return c.inner.Apply(l)
+	}
+	var e metaEntry
+	if err := json.Unmarshal(l.Data[len(metaPrefix):], &e); err != nil {
+		// As for placement entries: never skip what the others applied.
+		panic(fmt.Sprintf("cluster: cannot decode membership entry %d: %v", l.Index, err))
+	}
+	c.mu.Lock()
+	switch e.Op {
+	case "set":
+		c.addrs[e.ID] = e.HTTPAddr
+	case "delete":
+		delete(c.addrs, e.ID)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// httpAddr is the advertised HTTP address of node id ("" if unknown).
+func (c *clusterFSM) httpAddr(id string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.addrs[id]
+}
+
+func (c *clusterFSM) table() map[string]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string]string, len(c.addrs))
+	for k, v := range c.addrs {
+		out[k] = v
+	}
+	return out
+}
+
+// Snapshot runs on raft's FSM goroutine, so no Apply runs concurrently and
+// the table and the state are taken at the same index.
+func (c *clusterFSM) Snapshot() (raft.FSMSnapshot, error) {
+	inner, err := c.inner.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &clusterSnapshot{addrs: c.table(), inner: inner}, nil
+}
+
+// Restore accepts a snapshot written by clusterSnapshot, or a bare
+// placement snapshot (a backup given to raft.Restore), which keeps the
+// current membership table.
+func (c *clusterFSM) Restore(rc io.ReadCloser) error {
+	br := bufio.NewReader(rc)
+	if head, _ := br.Peek(len(snapHeader)); string(head) == snapHeader {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			rc.Close()
+			return fmt.Errorf("cluster snapshot header: %w", err)
+		}
+		addrs := map[string]string{}
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(line, snapHeader)), &addrs); err != nil {
+			rc.Close()
+			return fmt.Errorf("cluster snapshot header: %w", err)
+		}
+		c.mu.Lock()
+		c.addrs = addrs
+		c.mu.Unlock()
+	}
+	return c.inner.Restore(struct {
+		io.Reader
+		io.Closer
+	}{br, rc})
+}
+
+type clusterSnapshot struct {
+	addrs map[string]string
+	inner raft.FSMSnapshot
+}
+
+func (s *clusterSnapshot) Persist(sink raft.SnapshotSink) error {
+	b, _ := json.Marshal(s.addrs) // encoding/json sorts map keys
+	if _, err := fmt.Fprintf(sink, "%s%s\n", snapHeader, b); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return s.inner.Persist(sink)
+}
+
+func (s *clusterSnapshot) Release() { s.inner.Release() }
+
+func sortedIDs(m map[string]string) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}

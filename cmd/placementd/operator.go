@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/snapshot"
+)
+
+// operatorFlags are the flags of the commands that talk to a running
+// cluster's operator API.
+type operatorFlags struct {
+	addr, secret string
+	timeout      time.Duration
+}
+
+func (o *operatorFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8778", "API address (host:port or URL) of any member")
+	fs.StringVar(&o.secret, "cluster-secret", "", "the cluster secret")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
+}
+
+func (o *operatorFlags) client() *cluster.Client {
+	return &cluster.Client{Addr: o.addr, Secret: o.secret}
+}
+
+// parseCommand parses args into fs (flags may follow the positional
+// arguments) and returns the positional arguments.
+func parseCommand(fs *flag.FlagSet, args []string) ([]string, error) {
+	if err := envDefaults(fs); err != nil {
+		return nil, err
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func clusterCommand(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: placementd cluster status|remove NODE [--addr ADDR] [--cluster-secret S]")
+	}
+	fs := flag.NewFlagSet("placementd cluster "+args[0], flag.ContinueOnError)
+	var o operatorFlags
+	o.register(fs)
+	pos, err := parseCommand(fs, args[1:])
+	if err != nil {
+		return ignoreHelp(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	switch args[0] {
+	case "status":
+		st, err := o.client().Status(ctx)
+		if err != nil {
+			return err
+		}
+		printStatus(os.Stdout, st)
+		return nil
+	case "remove":
+		if len(pos) != 1 {
+			return errors.New("usage: placementd cluster remove NODE")
+		}
+		if err := o.client().Remove(ctx, pos[0]); err != nil {
+			return err
+		}
+		fmt.Printf("removed %s\n", pos[0])
+		return nil
+	}
+	return fmt.Errorf("unknown cluster command %q (status, remove)", args[0])
+}
+
+func printStatus(w io.Writer, st cluster.ClusterStatus) {
+	fmt.Fprintf(w, "leader: %s  term: %d\n\n", st.Leader, st.Term)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST")
+	for _, m := range st.Members {
+		role := "voter"
+		if !m.Voter {
+			role = "non-voter"
+		}
+		if s := m.Status; s != nil {
+			contact := "-"
+			if s.LastContactMS >= 0 && s.State != "Leader" {
+				contact = fmt.Sprintf("%dms", s.LastContactMS)
+			}
+			digest := s.Digest
+			if len(digest) > 12 {
+				digest = digest[:12]
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s@%d\n", m.ID, role, s.State, m.Healthy,
+				s.Term, s.CommitIndex, s.AppliedIndex, s.LastSnapshotIndex, contact, m.HTTPAddr, m.RaftAddr, digest, s.StateIndex)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, m.Error)
+		}
+	}
+	tw.Flush()
+}
+
+func snapshotCommand(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: placementd snapshot save FILE | restore FILE --data-dir DIR | inspect FILE")
+	}
+	fs := flag.NewFlagSet("placementd snapshot "+args[0], flag.ContinueOnError)
+	var o operatorFlags
+	var dataDir, nodeIDFlag string
+	switch args[0] {
+	case "save":
+		o.register(fs)
+	case "restore":
+		fs.StringVar(&dataDir, "data-dir", "", "data dir of the first node of the new cluster (must not hold Raft state)")
+		fs.StringVar(&nodeIDFlag, "node-id", "", "node id of that node (default: as placementd serve chooses it)")
+	case "inspect":
+	default:
+		return fmt.Errorf("unknown snapshot command %q (save, restore, inspect)", args[0])
+	}
+	pos, err := parseCommand(fs, args[1:])
+	if err != nil {
+		return ignoreHelp(err)
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("usage: placementd snapshot %s FILE", args[0])
+	}
+	file := pos[0]
+	switch args[0] {
+	case "save":
+		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+		defer cancel()
+		return saveSnapshot(ctx, o.client(), file)
+	case "restore":
+		if dataDir == "" {
+			return errors.New("snapshot restore needs --data-dir")
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		digest, err := snapshot.Seed(data, dataDir)
+		if err != nil {
+			return err
+		}
+		id, err := nodeID(nodeIDFlag, dataDir)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s is ready for node %s; start it with `placementd serve --data-dir %s` (without --join)\ndigest %s\n", dataDir, id, dataDir, digest)
+		return nil
+	default: // inspect
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		digest, idx, err := snapshot.Inspect(data)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("digest %s\nstate index %d\n", digest, idx)
+		return nil
+	}
+}
+
+// saveSnapshot downloads a snapshot to a temporary file beside file,
+// checks it reads back whole, then renames it into place.
+func saveSnapshot(ctx context.Context, c *cluster.Client, file string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := c.Snapshot(ctx, tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	tmp.Close()
+	data, err := os.ReadFile(tmp.Name())
+	if err != nil {
+		return err
+	}
+	digest, idx, err := snapshot.Inspect(data)
+	if err != nil {
+		return fmt.Errorf("the snapshot received is damaged: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return err
+	}
+	fmt.Printf("saved %s (%d bytes)\ndigest %s\nstate index %d\n", file, len(data), digest, idx)
+	return nil
+}
+
+func ignoreHelp(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}

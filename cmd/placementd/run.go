@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/snapshot"
+)
+
+// peersFile remembers the API addresses of the other members, so a node
+// that left on shutdown (or whose peers moved) can join again on restart
+// without --join.
+const peersFile = "peers.json"
+
+// runNode runs one cluster member until SIGINT/SIGTERM, then stops it
+// gracefully: fail readiness, drain in-flight requests while still
+// leading, hand leadership over (or leave), shut Raft down.
+func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logger) error {
+	cf := &c.cluster
+	joins := splitList(cf.join)
+	if len(joins) > 0 && cf.secret == "" {
+		return errors.New("--join needs --cluster-secret (the secret the cluster was started with)")
+	}
+	pending := filepath.Join(c.dataDir, snapshot.PendingRestore)
+	_, statErr := os.Stat(pending)
+	restoring := statErr == nil
+	if restoring && len(joins) > 0 {
+		return fmt.Errorf("%s holds a restored snapshot, which starts a new cluster: start it without --join, then join the others to it", c.dataDir)
+	}
+
+	// Listen first: with port 0 the advertised address needs the port.
+	ln, err := net.Listen("tcp", c.httpAddr)
+	if err != nil {
+		return err
+	}
+	httpAdv, err := advertiseAddr(cf.httpAdvertise, ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return err
+	}
+
+	machine := fsm.New()
+	node, err := cluster.Open(cluster.Config{
+		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
+		DataDir: c.dataDir,
+		// A fresh node given --join waits to be added instead.
+		Bootstrap: len(joins) == 0,
+		Logger:    hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr, JSONFormat: c.logFormat == "json"}),
+		Tune: func(rc *raft.Config) {
+			rc.SnapshotThreshold = cf.snapshotThreshold
+			rc.SnapshotInterval = cf.snapshotInterval
+			rc.TrailingLogs = cf.trailingLogs
+		},
+	}, machine)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if restoring {
+		if err := restorePending(node, pending, log); err != nil {
+			ln.Close()
+			node.Shutdown()
+			return err
+		}
+	}
+
+	api := httpapi.New(node, httpapi.Config{
+		IncompleteConsumerProjectID: c.incompleteProject,
+		IncompleteConsumerUserID:    c.incompleteUser,
+		CORSAllowedOrigins:          splitList(c.corsAllowedOrigin),
+		CORSAllowHeaders:            splitList(c.corsAllowHeaders),
+		Logger:                      log,
+		Authorizer:                  authz,
+	})
+	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log})
+	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("placementd serving", "node", id, "http", ln.Addr().String(), "http_advertise", httpAdv,
+		"raft", node.RaftAddr(), "data_dir", c.dataDir)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	// Join, or announce this node again (its address may have changed, or
+	// it left on its last shutdown). The only member of its own cluster
+	// has nobody to announce itself to.
+	joinCtx, stopJoin := context.WithCancel(context.Background())
+	defer stopJoin()
+	targets := append(append(joins, node.PeerHTTPAddrs()...), readPeers(c.dataDir)...)
+	if cf.secret != "" && len(targets) > 0 && !(len(joins) == 0 && node.Alone()) {
+		go func() {
+			if err := node.JoinCluster(joinCtx, dedupe(targets), cf.secret, cf.nonVoter); err != nil {
+				if joinCtx.Err() == nil {
+					log.Error("joining the cluster failed", "error", err)
+				}
+				return
+			}
+			log.Info("joined the cluster", "node", id)
+			writePeers(c.dataDir, node)
+		}()
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case err = <-errc:
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+		err = gracefulStop(node, front, srv, cf, log)
+	}
+	stopJoin()
+	writePeers(c.dataDir, node)
+	if serr := node.Shutdown(); err == nil || errors.Is(err, http.ErrServerClosed) {
+		err = serr
+	}
+	return err
+}
+
+func gracefulStop(node *cluster.Node, front *cluster.Handler, srv *http.Server, cf *clusterFlags, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cf.shutdownTimeout)
+	defer cancel()
+	// Load balancers polling /_cluster/health stop sending traffic; what
+	// is under way finishes while this node still leads.
+	front.SetDraining(true)
+	err := srv.Shutdown(ctx)
+	if cf.leaveOnShutdown && cf.secret != "" {
+		if lerr := node.Leave(ctx, cf.secret); lerr != nil {
+			log.Warn("leaving the cluster failed", "error", lerr)
+		} else if !node.Alone() {
+			log.Info("left the cluster")
+		}
+	} else if terr := node.TransferLeadership(); terr != nil {
+		log.Warn("transferring leadership failed", "error", terr)
+	}
+	return err
+}
+
+// restorePending installs the snapshot `placementd snapshot restore` left
+// in the data dir, before any request is served.
+func restorePending(node *cluster.Node, path string, log *slog.Logger) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	digest, _, err := snapshot.Inspect(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for !node.IsLeader() {
+		if ctx.Err() != nil {
+			return errors.New("restoring a snapshot: this node did not become leader; is the data dir a fresh single-node one?")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := node.RestoreBackup(data); err != nil {
+		return fmt.Errorf("restoring %s: %w", path, err)
+	}
+	log.Info("restored snapshot", "file", path, "digest", digest)
+	return os.Remove(path)
+}
+
+// advertiseAddr is the configured address, or the bound one with the
+// hostname in place of an unspecified IP.
+func advertiseAddr(configured, bound string) (string, error) {
+	if configured != "" {
+		if _, _, err := net.SplitHostPort(configured); err != nil {
+			return "", fmt.Errorf("--http-advertise %q: %w", configured, err)
+		}
+		return configured, nil
+	}
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if host, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("--http-advertise is needed: %w", err)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func readPeers(dataDir string) []string {
+	var peers []string
+	if b, err := os.ReadFile(filepath.Join(dataDir, peersFile)); err == nil {
+		json.Unmarshal(b, &peers)
+	}
+	return peers
+}
+
+func writePeers(dataDir string, node *cluster.Node) {
+	peers := node.PeerHTTPAddrs()
+	if len(peers) == 0 {
+		return
+	}
+	b, _ := json.Marshal(peers)
+	tmp := filepath.Join(dataDir, peersFile+".tmp")
+	if os.WriteFile(tmp, b, 0o640) == nil {
+		os.Rename(tmp, filepath.Join(dataDir, peersFile))
+	}
+}
+
+func dedupe(list []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range list {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

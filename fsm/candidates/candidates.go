@@ -1,0 +1,169 @@
+// Package candidates answers GET /allocation_candidates: given parsed
+// request groups, it finds every way the state's resource providers can
+// satisfy them, as upstream Placement's AllocationCandidates does, with the
+// same results for microversions 1.10 to 1.39.
+//
+// It is plain Go over a *state.Store and must be called with the store
+// read-locked; everything it returns is a copy.
+//
+// Upstream builds, for every request group, the set of (provider, anchor
+// root) pairs that could serve it, then takes the product of those sets per
+// anchor. Here the search goes anchor by anchor instead: for each candidate
+// root provider (in ID order) it lists the providers that could serve each
+// group from that tree and from the sharing providers the tree can reach,
+// then walks their product depth-first, pruning a branch as soon as it
+// breaks capacity, group_policy=isolate or same_subtree. Candidates come
+// out one at a time, so a limit (without randomization) or
+// max_allocation_candidates stops the work early, and wide trees cost
+// memory for one anchor's options only.
+package candidates
+
+import (
+	"math/rand/v2"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// Group is one request group, already parsed and validated for syntax.
+type Group struct {
+	// Suffix is "" for the unsuffixed group, whose resources may come from
+	// several providers of one tree and from sharing providers; a suffixed
+	// (granular) group must be satisfied by a single provider.
+	Suffix string
+	// Resources in query order (a class at most once).
+	Resources []state.ResourceAmount
+	// Required is an AND of ORs of trait names.
+	Required [][]string
+	// Forbidden traits: no provider serving the group may have one.
+	Forbidden []string
+	// MemberOf is an AND of ORs of aggregate uuids.
+	MemberOf [][]string
+	// ForbiddenAggs: no provider serving the group may be in one.
+	ForbiddenAggs []string
+	// InTree is a provider uuid whose tree must serve the group, or "".
+	InTree string
+}
+
+// Request is a whole GET /allocation_candidates query.
+type Request struct {
+	// Groups in the order their first parameter appears in the query.
+	Groups []Group
+	// Isolate is group_policy=isolate: granular groups use distinct
+	// providers.
+	Isolate bool
+	// RootRequired and RootForbidden are root_required's traits: the root
+	// of each candidate's tree must have all the first and none of the
+	// second.
+	RootRequired  []string
+	RootForbidden []string
+	// SameSubtrees lists sets of granular suffixes whose providers must all
+	// sit under one of them.
+	SameSubtrees [][]string
+	// Limit is the maximum number of candidates returned; 0 for no limit.
+	Limit int
+	// NestedAware is false before microversion 1.29: candidates using two
+	// providers of one tree are dropped and summaries list only the
+	// providers used.
+	NestedAware bool
+}
+
+// Strategy is the order in which candidates of different roots are
+// generated (allocation_candidates_generation_strategy).
+type Strategy int
+
+const (
+	// DepthFirst generates every candidate of one root before the next.
+	DepthFirst Strategy = iota
+	// BreadthFirst takes one candidate of each root in turn.
+	BreadthFirst
+)
+
+// Options are the service's settings for the search.
+type Options struct {
+	// Randomize returns a random sample (limit) or a shuffle of the
+	// candidates instead of the first ones in generation order.
+	Randomize bool
+	// Rand is the source for Randomize; nil uses the global one.
+	Rand *rand.Rand
+	// MaxCandidates bounds how many candidates are generated at all
+	// (max_allocation_candidates); 0 or less means no bound.
+	MaxCandidates int
+	Strategy      Strategy
+}
+
+// Candidate is one allocation request.
+type Candidate struct {
+	// Allocations by provider, in the order providers are first used.
+	Allocations []Allocation
+	// Mappings from each group's suffix to the providers serving it, in
+	// group order.
+	Mappings []Mapping
+}
+
+// Allocation is what one candidate takes from one provider.
+type Allocation struct {
+	Provider  string
+	Resources []state.ResourceAmount
+}
+
+// Mapping lists the providers that serve one request group.
+type Mapping struct {
+	Suffix    string
+	Providers []string
+}
+
+// Summary describes a provider involved in the candidates.
+type Summary struct {
+	UUID       string
+	ParentUUID string
+	RootUUID   string
+	// Resources covers every inventory of the provider, by class name.
+	Resources []SummaryResource
+	// Traits in upstream's (trait id) order.
+	Traits []string
+}
+
+// SummaryResource is one inventory's capacity and usage.
+type SummaryResource struct {
+	Class    string
+	Capacity int64
+	Used     int64
+}
+
+// Result is the answer: candidates and the summaries of the providers of
+// their trees, in provider ID order.
+type Result struct {
+	Candidates []Candidate
+	Summaries  []Summary
+}
+
+// NameError reports a resource class or trait the store does not know.
+// Its message is upstream's exception text.
+type NameError struct {
+	Class bool // a resource class rather than a trait
+	Name  string
+}
+
+func (e *NameError) Error() string {
+	if e.Class {
+		return "No such resource class " + e.Name + "."
+	}
+	return "No such trait(s): " + e.Name + "."
+}
+
+// Search finds the allocation candidates for req. The store must be
+// read-locked for the duration of the call. The only error is a
+// *NameError, returned in the circumstances upstream raises it (an unknown
+// name in a group upstream never reaches, because an earlier group already
+// matched nothing, yields an empty result instead).
+func Search(st *state.Store, req *Request, opt Options) (*Result, error) {
+	s := newSearch(st, req, opt)
+	empty, err := s.checkNames()
+	if err != nil {
+		return nil, err
+	}
+	if empty {
+		return &Result{}, nil
+	}
+	return s.run(), nil
+}

@@ -1,0 +1,973 @@
+package candidates
+
+import (
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// group is a request group with what the search derives from it.
+type group struct {
+	*Group
+	idx int
+	// granular groups are served by one provider; the unsuffixed group may
+	// take each class from a different provider.
+	granular bool
+	// classes are the group's resources in the order its allocation
+	// requests list them: query order for a granular group, class id order
+	// for the unsuffixed one (upstream sorts its product by class id).
+	classes []state.ResourceAmount
+	// inTreeRoot is the root of InTree's tree when it restricts the
+	// group (only groups with resources: upstream ignores in_tree in a
+	// resourceless group once the provider exists).
+	inTreeRoot  string
+	unknownTree bool
+	// subtreeChecks are the same_subtree constraints (as group indexes)
+	// whose last group is this one: they are checked once it is chosen.
+	subtreeChecks [][]int
+}
+
+// search is one Search call.
+type search struct {
+	st     *state.Store
+	req    *Request
+	opt    Options
+	groups []*group
+	// hasTrees: some provider has a parent (upstream's _has_provider_trees).
+	hasTrees bool
+	// sharingByAgg lists, per aggregate, the providers with the sharing
+	// trait in it, in ID order.
+	sharingByAgg map[string][]*state.Provider
+	rootFilter   bool
+	// groupEmpty memoizes whether a group alone has no candidate.
+	groupEmpty map[int]bool
+}
+
+func newSearch(st *state.Store, req *Request, opt Options) *search {
+	s := &search{
+		st: st, req: req, opt: opt,
+		hasTrees:   len(st.Children) > 0,
+		rootFilter: len(req.RootRequired) > 0 || len(req.RootForbidden) > 0,
+		groupEmpty: map[int]bool{},
+	}
+	bySuffix := map[string]int{}
+	for i := range req.Groups {
+		g := &group{Group: &req.Groups[i], idx: i, granular: req.Groups[i].Suffix != ""}
+		bySuffix[g.Suffix] = i
+		g.classes = append([]state.ResourceAmount(nil), g.Resources...)
+		if !g.granular {
+			sort.SliceStable(g.classes, func(a, b int) bool {
+				return classID(st, g.classes[a].Class) < classID(st, g.classes[b].Class)
+			})
+		}
+		if g.InTree != "" {
+			if p := st.Providers[g.InTree]; p == nil {
+				g.unknownTree = true
+			} else if len(g.Resources) > 0 {
+				g.inTreeRoot = p.RootUUID
+			}
+		}
+		s.groups = append(s.groups, g)
+	}
+	for _, sub := range req.SameSubtrees {
+		var idxs []int
+		last := -1
+		for _, suffix := range sub {
+			i, ok := bySuffix[suffix]
+			if !ok || containsInt(idxs, i) {
+				continue
+			}
+			idxs = append(idxs, i)
+			last = max(last, i)
+		}
+		if len(idxs) > 1 {
+			s.groups[last].subtreeChecks = append(s.groups[last].subtreeChecks, idxs)
+		}
+	}
+	for u := range st.TraitIndex[state.SharingTrait] {
+		p := st.Providers[u]
+		if p == nil {
+			continue
+		}
+		if s.sharingByAgg == nil {
+			s.sharingByAgg = map[string][]*state.Provider{}
+		}
+		for a := range p.Aggregates {
+			s.sharingByAgg[a] = append(s.sharingByAgg[a], p)
+		}
+	}
+	for _, list := range s.sharingByAgg {
+		sortByID(list)
+	}
+	return s
+}
+
+func classID(st *state.Store, name string) int {
+	if rc := st.Classes[name]; rc != nil {
+		return rc.ID
+	}
+	return int(^uint(0) >> 1)
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func sortByID(ps []*state.Provider) {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].ID < ps[j].ID })
+}
+
+// checkNames validates resource class and trait names in upstream's order
+// (root_required, then each group: classes, member_of, traits) and reports
+// whether the answer is empty before an unknown name would be reached.
+func (s *search) checkNames() (empty bool, err error) {
+	for _, t := range append(append([]string{}, s.req.RootRequired...), s.req.RootForbidden...) {
+		if s.st.Traits[t] == nil {
+			return false, &NameError{Name: t}
+		}
+	}
+	if s.rootFilter && !s.anyRootPasses() {
+		return true, nil
+	}
+	for i, g := range s.groups {
+		for _, r := range g.Resources {
+			if s.st.Classes[r.Class] == nil {
+				return s.unreached(i, &NameError{Class: true, Name: r.Class})
+			}
+		}
+		if len(g.MemberOf) > 0 && !s.anyInAggregates(g.MemberOf) {
+			return true, nil
+		}
+		for _, anyOf := range g.Required {
+			for _, t := range anyOf {
+				if s.st.Traits[t] == nil {
+					return s.unreached(i, &NameError{Name: t})
+				}
+			}
+		}
+		for _, t := range g.Forbidden {
+			if s.st.Traits[t] == nil {
+				return s.unreached(i, &NameError{Name: t})
+			}
+		}
+	}
+	for _, g := range s.groups {
+		if g.unknownTree {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unreached returns err unless a group before i has no candidate at all:
+// upstream stops at the first such group and never looks at group i.
+func (s *search) unreached(i int, err error) (bool, error) {
+	for j := 0; j < i; j++ {
+		if s.groupHasNoCandidate(j) {
+			return true, nil
+		}
+	}
+	return false, err
+}
+
+func (s *search) groupHasNoCandidate(j int) bool {
+	if v, ok := s.groupEmpty[j]; ok {
+		return v
+	}
+	g := s.groups[j]
+	empty := true
+	if !g.unknownTree {
+		lay := s.newLayout([]*group{g}, false)
+		next := s.anchorSource(lay.groups)
+		for a := next(); a != nil; a = next() {
+			if it := s.newIter(lay, a); it != nil && it.next() {
+				empty = false
+				break
+			}
+		}
+	}
+	s.groupEmpty[j] = empty
+	return empty
+}
+
+func (s *search) rootPasses(p *state.Provider) bool {
+	for _, t := range s.req.RootRequired {
+		if !p.Traits[t] {
+			return false
+		}
+	}
+	for _, t := range s.req.RootForbidden {
+		if p.Traits[t] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *search) anyRootPasses() bool {
+	for _, p := range s.st.ProvidersInOrder() {
+		if p.ParentUUID == "" && s.rootPasses(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// inAll reports whether set holds a key of every OR-group of groups.
+func inAll(set map[string]bool, groups [][]string) bool {
+	for _, anyOf := range groups {
+		hit := false
+		for _, k := range anyOf {
+			if set[k] {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}
+
+func hasAny(set map[string]bool, keys []string) bool {
+	for _, k := range keys {
+		if set[k] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *search) anyInAggregates(memberOf [][]string) bool {
+	for _, a := range memberOf[0] {
+		for u := range s.st.AggregateIndex[a] {
+			if p := s.st.Providers[u]; p != nil && inAll(p.Aggregates, memberOf) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// anchorSource returns a function yielding, in ID order, the root
+// providers that may anchor candidates for groups (and pass root_required),
+// then nil. When a group has a selective constraint (a trait, an aggregate,
+// in_tree) the roots are derived from the providers that meet it through
+// the indexes; otherwise every root is tried.
+func (s *search) anchorSource(groups []*group) func() *state.Provider {
+	if seeds, ok := s.seedAnchors(groups); ok {
+		i := 0
+		return func() *state.Provider {
+			for i < len(seeds) {
+				p := seeds[i]
+				i++
+				if s.rootPasses(p) {
+					return p
+				}
+			}
+			return nil
+		}
+	}
+	all := s.st.ProvidersInOrder()
+	i := 0
+	return func() *state.Provider {
+		for i < len(all) {
+			p := all[i]
+			i++
+			if p.ParentUUID == "" && s.rootPasses(p) {
+				return p
+			}
+		}
+		return nil
+	}
+}
+
+// seedFactor: seeds are used when the most selective constraint involves
+// fewer than 1/seedFactor of the providers; above that, trying every root
+// in order is about as cheap and needs no sorting.
+var seedFactor = 4
+
+// seedAnchors picks the most selective constraint any candidate must meet
+// and returns the roots able to meet it, if that is worth it.
+func (s *search) seedAnchors(groups []*group) ([]*state.Provider, bool) {
+	bestEst := -1
+	var best func() map[string]bool
+	consider := func(est int, f func() map[string]bool) {
+		if bestEst < 0 || est < bestEst {
+			bestEst, best = est, f
+		}
+	}
+	unionOf := func(index map[string]map[string]bool, keys []string) (int, func() map[string]bool) {
+		est := 0
+		for _, k := range keys {
+			est += len(index[k])
+		}
+		return est, func() map[string]bool {
+			set := map[string]bool{}
+			for _, k := range keys {
+				for u := range index[k] {
+					set[u] = true
+				}
+			}
+			return s.reachableRoots(set)
+		}
+	}
+	for _, t := range s.req.RootRequired {
+		idx := s.st.TraitIndex[t]
+		consider(len(idx), func() map[string]bool {
+			roots := map[string]bool{}
+			for u := range idx {
+				if p := s.st.Providers[u]; p != nil && p.ParentUUID == "" {
+					roots[u] = true
+				}
+			}
+			return roots
+		})
+	}
+	for _, g := range groups {
+		if g.inTreeRoot != "" {
+			root := g.inTreeRoot
+			if !g.granular {
+				consider(1, func() map[string]bool { return map[string]bool{root: true} })
+			} else {
+				tree := s.st.Subtree(root)
+				consider(len(tree), func() map[string]bool {
+					set := map[string]bool{}
+					for _, u := range tree {
+						set[u] = true
+					}
+					return s.reachableRoots(set)
+				})
+			}
+		}
+		for _, anyOf := range g.Required {
+			consider(unionOf(s.st.TraitIndex, anyOf))
+		}
+		for _, anyOf := range g.MemberOf {
+			consider(unionOf(s.st.AggregateIndex, anyOf))
+		}
+	}
+	if best == nil || bestEst*seedFactor >= len(s.st.Providers) {
+		return nil, false
+	}
+	roots := best()
+	out := make([]*state.Provider, 0, len(roots))
+	for u := range roots {
+		if p := s.st.Providers[u]; p != nil && p.ParentUUID == "" {
+			out = append(out, p)
+		}
+	}
+	sortByID(out)
+	return out, true
+}
+
+// reachableRoots returns the roots of the trees that can use a provider of
+// set: its own tree's, and for a sharing provider those of every provider
+// sharing an aggregate with it.
+func (s *search) reachableRoots(set map[string]bool) map[string]bool {
+	roots := map[string]bool{}
+	doneAggs := map[string]bool{}
+	for u := range set {
+		p := s.st.Providers[u]
+		if p == nil {
+			continue
+		}
+		roots[p.RootUUID] = true
+		if !p.Traits[state.SharingTrait] {
+			continue
+		}
+		for a := range p.Aggregates {
+			if doneAggs[a] {
+				continue
+			}
+			doneAggs[a] = true
+			for q := range s.st.AggregateIndex[a] {
+				if qp := s.st.Providers[q]; qp != nil {
+					roots[qp.RootUUID] = true
+				}
+			}
+		}
+	}
+	return roots
+}
+
+// layout is the shape of the product walked for every anchor: one level
+// per granular group, one level per resource class of the unsuffixed
+// group, in group order.
+type layout struct {
+	groups []*group
+	levels []level
+	// full applies the cross-group rules (isolate, same_subtree); off when
+	// looking at one group alone.
+	full bool
+	// first is the first level of each group, by group index (-1 when
+	// the group is not in the layout).
+	first []int
+}
+
+type level struct {
+	g *group
+	// contrib is what the level's provider gives: all the group's
+	// resources for a granular group, one class for the unsuffixed one.
+	contrib []state.ResourceAmount
+	// last is the group's last level.
+	last bool
+}
+
+func (s *search) newLayout(groups []*group, full bool) *layout {
+	lay := &layout{groups: groups, full: full, first: make([]int, len(s.groups))}
+	for i := range lay.first {
+		lay.first[i] = -1
+	}
+	for _, g := range groups {
+		lay.first[g.idx] = len(lay.levels)
+		if g.granular || len(g.classes) == 0 {
+			lay.levels = append(lay.levels, level{g: g, contrib: g.classes, last: true})
+			continue
+		}
+		for i := range g.classes {
+			lay.levels = append(lay.levels, level{g: g, contrib: g.classes[i : i+1], last: i == len(g.classes)-1})
+		}
+	}
+	return lay
+}
+
+// anchorIter walks, depth-first, the product of the options of every level
+// for one anchor, yielding the combinations that make candidates.
+type anchorIter struct {
+	s      *search
+	lay    *layout
+	anchor *state.Provider
+	opts   [][]*state.Provider
+	choice []int
+	depth  int
+	// started is false until the first call of next.
+	started bool
+}
+
+// newIter lists the options of every level for anchor a, or returns nil
+// when some level has none.
+func (s *search) newIter(lay *layout, a *state.Provider) *anchorIter {
+	tree := s.treeOf(a)
+	shared := s.sharingFor(a, tree)
+	it := &anchorIter{s: s, lay: lay, anchor: a, opts: make([][]*state.Provider, len(lay.levels)), choice: make([]int, len(lay.levels))}
+	for i, lv := range lay.levels {
+		var o []*state.Provider
+		if lv.g.granular || len(lv.g.classes) == 0 {
+			o = s.granularOptions(lv.g, tree, shared)
+		} else {
+			o = s.classOptions(lv.g, lv.contrib[0], a, tree, shared)
+		}
+		if len(o) == 0 {
+			return nil
+		}
+		it.opts[i] = o
+	}
+	return it
+}
+
+// treeOf lists a's tree in ID order.
+func (s *search) treeOf(a *state.Provider) []*state.Provider {
+	if len(s.st.Children[a.UUID]) == 0 {
+		return []*state.Provider{a}
+	}
+	out := []*state.Provider{a}
+	for i := 0; i < len(out); i++ {
+		for u := range s.st.Children[out[i].UUID] {
+			out = append(out, s.st.Providers[u])
+		}
+	}
+	sortByID(out)
+	return out
+}
+
+// sharingFor lists, in ID order, the sharing providers outside a's tree
+// that share an aggregate with some provider of the tree.
+func (s *search) sharingFor(a *state.Provider, tree []*state.Provider) []*state.Provider {
+	if len(s.sharingByAgg) == 0 {
+		return nil
+	}
+	var out []*state.Provider
+	for _, p := range tree {
+		for agg := range p.Aggregates {
+			for _, sp := range s.sharingByAgg[agg] {
+				if sp.RootUUID != a.UUID && !containsProvider(out, sp) {
+					out = append(out, sp)
+				}
+			}
+		}
+	}
+	sortByID(out)
+	return out
+}
+
+func containsProvider(list []*state.Provider, p *state.Provider) bool {
+	for _, q := range list {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// granularOptions lists the providers, of the tree or shared with it,
+// that alone satisfy a granular group, in ID order.
+func (s *search) granularOptions(g *group, tree, shared []*state.Provider) []*state.Provider {
+	var out []*state.Provider
+	i, j := 0, 0
+	for i < len(tree) || j < len(shared) {
+		var p *state.Provider
+		if j >= len(shared) || (i < len(tree) && tree[i].ID < shared[j].ID) {
+			p = tree[i]
+			i++
+		} else {
+			p = shared[j]
+			j++
+		}
+		if s.servesGranular(g, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s *search) servesGranular(g *group, p *state.Provider) bool {
+	if g.inTreeRoot != "" && p.RootUUID != g.inTreeRoot {
+		return false
+	}
+	for _, r := range g.Resources {
+		if !p.HasCapacity(r.Class, r.Amount) {
+			return false
+		}
+	}
+	return inAll(p.Traits, g.Required) && !hasAny(p.Traits, g.Forbidden) &&
+		inAll(p.Aggregates, g.MemberOf) && !hasAny(p.Aggregates, g.ForbiddenAggs)
+}
+
+// classOptions lists the providers that can give class r to the
+// unsuffixed group g anchored at a, in ID order: providers of a's tree
+// (when in_tree allows it), then sharing providers (unless in_tree is
+// given). As upstream, an aggregate on the root counts for its whole tree,
+// while a sharing provider must itself be in the aggregates.
+func (s *search) classOptions(g *group, r state.ResourceAmount, a *state.Provider, tree, shared []*state.Provider) []*state.Provider {
+	if hasAny(a.Aggregates, g.ForbiddenAggs) {
+		return nil
+	}
+	anchorIn := len(g.MemberOf) > 0 && inAll(a.Aggregates, g.MemberOf)
+	ok := func(p *state.Provider, inTree bool) bool {
+		if !p.HasCapacity(r.Class, r.Amount) || hasAny(p.Traits, g.Forbidden) || hasAny(p.Aggregates, g.ForbiddenAggs) {
+			return false
+		}
+		if len(g.MemberOf) == 0 || inAll(p.Aggregates, g.MemberOf) {
+			return true
+		}
+		return inTree && anchorIn
+	}
+	var out []*state.Provider
+	useTree := g.InTree == "" || g.inTreeRoot == a.UUID
+	useShared := g.InTree == ""
+	i, j := 0, 0
+	for (useTree && i < len(tree)) || (useShared && j < len(shared)) {
+		if useShared && j < len(shared) && (!useTree || i >= len(tree) || shared[j].ID < tree[i].ID) {
+			if ok(shared[j], false) {
+				out = append(out, shared[j])
+			}
+			j++
+			continue
+		}
+		if ok(tree[i], true) {
+			out = append(out, tree[i])
+		}
+		i++
+	}
+	return out
+}
+
+func (it *anchorIter) at(level int) *state.Provider { return it.opts[level][it.choice[level]] }
+
+// next advances to the next valid combination; false when there is none.
+func (it *anchorIter) next() bool {
+	n := len(it.lay.levels)
+	if !it.started {
+		it.started = true
+		it.depth = 0
+		it.choice[0] = -1
+	} else {
+		it.depth = n - 1
+	}
+	for it.depth >= 0 {
+		d := it.depth
+		it.choice[d]++
+		if it.choice[d] >= len(it.opts[d]) {
+			it.depth--
+			continue
+		}
+		if !it.accept(d) {
+			continue
+		}
+		if d == n-1 {
+			return true
+		}
+		it.depth++
+		it.choice[it.depth] = -1
+	}
+	return false
+}
+
+// accept checks the choice at level d against the choices above it: the
+// rules that can fail only because of several levels together.
+func (it *anchorIter) accept(d int) bool {
+	lay := it.lay
+	lv := &lay.levels[d]
+	p := it.at(d)
+	if lay.full && it.s.req.Isolate && lv.g.granular {
+		for e := 0; e < d; e++ {
+			if lay.levels[e].g.granular && it.at(e) == p {
+				return false
+			}
+		}
+	}
+	// Amounts of one class from one provider add up across groups: the sum
+	// must fit (upstream's exceeds_capacity on the merged request).
+	for _, r := range lv.contrib {
+		total := r.Amount
+		for e := 0; e < d; e++ {
+			if it.at(e) != p {
+				continue
+			}
+			for _, q := range lay.levels[e].contrib {
+				if q.Class == r.Class {
+					total += q.Amount
+				}
+			}
+		}
+		if total != r.Amount {
+			inv := p.Inventories[r.Class]
+			if p.Usages[r.Class]+total > inv.Capacity() || total > inv.MaxUnit {
+				return false
+			}
+		}
+	}
+	if !lv.last {
+		return true
+	}
+	g := lv.g
+	if !g.granular && len(g.Required) > 0 {
+		first := lay.first[g.idx]
+		for _, anyOf := range g.Required {
+			hit := false
+			for e := first; e <= d && !hit; e++ {
+				hit = hasAny(it.at(e).Traits, anyOf)
+			}
+			if !hit {
+				return false
+			}
+		}
+	}
+	if lay.full {
+		for _, check := range g.subtreeChecks {
+			if !it.sameSubtree(check) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameSubtree reports whether one of the providers chosen for the groups
+// is an ancestor of (or is) all the others.
+func (it *anchorIter) sameSubtree(groups []int) bool {
+	var ps []*state.Provider
+	for _, gi := range groups {
+		p := it.at(it.lay.first[gi])
+		if !containsProvider(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 1 {
+		return true
+	}
+	for _, top := range ps {
+		all := true
+		for _, p := range ps {
+			if !it.s.isAncestorOrSelf(top, p) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *search) isAncestorOrSelf(top, p *state.Provider) bool {
+	for p != nil {
+		if p == top {
+			return true
+		}
+		if p.ParentUUID == "" {
+			return false
+		}
+		p = s.st.Providers[p.ParentUUID]
+	}
+	return false
+}
+
+// snapshot copies the current combination: one provider per level.
+func (it *anchorIter) snapshot() []*state.Provider {
+	out := make([]*state.Provider, len(it.choice))
+	for i := range out {
+		out[i] = it.at(i)
+	}
+	return out
+}
+
+// resourceful reports whether a level allocates anything.
+func (lv *level) resourceful() bool { return len(lv.contrib) > 0 }
+
+// run generates the candidates and their summaries.
+func (s *search) run() *Result {
+	lay := s.newLayout(s.groups, true)
+	next := s.anchorSource(s.groups)
+	limit := s.req.Limit
+	excludeNested := !s.req.NestedAware && s.hasTrees
+	// Without randomization, the first `limit` candidates are the answer
+	// and generation can stop there. Before 1.29 the summaries of a limited
+	// answer depend on all candidates (see summaries), so all are needed.
+	lazy := !s.opt.Randomize && !(excludeNested && limit > 0)
+
+	var all [][]*state.Provider
+	generated := 0
+	var seen map[string]bool
+	// emit takes one combination; it reports whether generation is over.
+	emit := func(c []*state.Provider) bool {
+		// Only a combination made of sharing providers alone can come from
+		// several anchors: upstream's set keeps one of them.
+		if key, ok := sharingKey(c); ok {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			if seen[key] {
+				return false
+			}
+			seen[key] = true
+		}
+		generated++
+		if !excludeNested || !lay.nestedCombination(c) {
+			all = append(all, c)
+		}
+		if s.opt.MaxCandidates > 0 && generated >= s.opt.MaxCandidates {
+			return true
+		}
+		return lazy && limit > 0 && len(all) >= limit
+	}
+	if s.opt.Strategy == BreadthFirst {
+		var active []*anchorIter
+		done := false
+		for a := next(); a != nil && !done; a = next() {
+			it := s.newIter(lay, a)
+			if it == nil || !it.next() {
+				continue
+			}
+			done = emit(it.snapshot())
+			active = append(active, it)
+		}
+		for len(active) > 0 && !done {
+			kept := active[:0]
+			for _, it := range active {
+				if done {
+					break
+				}
+				if it.next() {
+					done = emit(it.snapshot())
+					kept = append(kept, it)
+				}
+			}
+			active = kept
+		}
+	} else {
+	anchors:
+		for a := next(); a != nil; a = next() {
+			it := s.newIter(lay, a)
+			if it == nil {
+				continue
+			}
+			for it.next() {
+				if emit(it.snapshot()) {
+					break anchors
+				}
+			}
+		}
+	}
+
+	chosen := all
+	limited := limit > 0 && limit < len(all)
+	if limited {
+		if s.opt.Randomize {
+			chosen = s.sample(all, limit)
+		} else {
+			chosen = all[:limit]
+		}
+	} else if s.opt.Randomize {
+		chosen = s.sample(all, len(all))
+	}
+	res := &Result{Candidates: make([]Candidate, len(chosen))}
+	for i, c := range chosen {
+		res.Candidates[i] = lay.candidate(c)
+	}
+	res.Summaries = s.summaries(lay, chosen, all, limited, excludeNested)
+	return res
+}
+
+// sharingKey identifies a combination of sharing providers only.
+func sharingKey(c []*state.Provider) (string, bool) {
+	var b strings.Builder
+	for _, p := range c {
+		if !p.Traits[state.SharingTrait] {
+			return "", false
+		}
+		b.WriteString(strconv.FormatInt(p.ID, 10))
+		b.WriteByte(',')
+	}
+	return b.String(), true
+}
+
+// nestedCombination reports whether a combination allocates from two
+// providers of one tree (what microversions before 1.29 cannot express).
+func (lay *layout) nestedCombination(c []*state.Provider) bool {
+	for i, p := range c {
+		if !lay.levels[i].resourceful() {
+			continue
+		}
+		for j := 0; j < i; j++ {
+			if lay.levels[j].resourceful() && c[j] != p && c[j].RootUUID == p.RootUUID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sample returns k of the candidates in random order, as random.sample.
+func (s *search) sample(all [][]*state.Provider, k int) [][]*state.Provider {
+	out := append([][]*state.Provider(nil), all...)
+	for i := 0; i < k; i++ {
+		var j int
+		if s.opt.Rand != nil {
+			j = i + s.opt.Rand.IntN(len(out)-i)
+		} else {
+			j = i + rand.IntN(len(out)-i)
+		}
+		out[i], out[j] = out[j], out[i]
+	}
+	return out[:k]
+}
+
+// candidate turns a combination into an allocation request: amounts of a
+// class from a provider summed over groups, providers in first-use order.
+func (lay *layout) candidate(c []*state.Provider) Candidate {
+	var out Candidate
+	for i, p := range c {
+		for _, r := range lay.levels[i].contrib {
+			k := -1
+			for j := range out.Allocations {
+				if out.Allocations[j].Provider == p.UUID {
+					k = j
+					break
+				}
+			}
+			if k < 0 {
+				k = len(out.Allocations)
+				out.Allocations = append(out.Allocations, Allocation{Provider: p.UUID})
+			}
+			a := &out.Allocations[k]
+			found := false
+			for j := range a.Resources {
+				if a.Resources[j].Class == r.Class {
+					a.Resources[j].Amount += r.Amount
+					found = true
+				}
+			}
+			if !found {
+				a.Resources = append(a.Resources, r)
+			}
+		}
+	}
+	for _, g := range lay.groups {
+		m := Mapping{Suffix: g.Suffix}
+		for i := lay.first[g.idx]; i < len(c) && lay.levels[i].g == g; i++ {
+			if !containsString(m.Providers, c[i].UUID) {
+				m.Providers = append(m.Providers, c[i].UUID)
+			}
+		}
+		out.Mappings = append(out.Mappings, m)
+	}
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// summaries describes the providers of the trees the chosen candidates
+// allocate from (upstream keys trees by the roots of the providers in the
+// allocations, not by anchors). Before 1.29, with nested providers in the
+// deployment, upstream keeps only the providers some candidate (of all
+// generated, not only the chosen) allocates from, then, when limiting,
+// those whose root is a root of a chosen candidate.
+func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited, excludeNested bool) []Summary {
+	roots := map[string]bool{}
+	for _, c := range chosen {
+		for i, p := range c {
+			if lay.levels[i].resourceful() {
+				roots[p.RootUUID] = true
+			}
+		}
+	}
+	var provs []*state.Provider
+	if excludeNested {
+		seen := map[*state.Provider]bool{}
+		for _, c := range all {
+			for i, p := range c {
+				if lay.levels[i].resourceful() && !seen[p] && (!limited || roots[p.RootUUID]) {
+					seen[p] = true
+					provs = append(provs, p)
+				}
+			}
+		}
+	} else {
+		for u := range roots {
+			if root := s.st.Providers[u]; root != nil {
+				provs = append(provs, s.treeOf(root)...)
+			}
+		}
+	}
+	sortByID(provs)
+	out := make([]Summary, len(provs))
+	for i, p := range provs {
+		sum := Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: s.st.TraitsInIDOrder(p)}
+		for _, class := range state.SortedKeys(p.Inventories) {
+			sum.Resources = append(sum.Resources, SummaryResource{
+				Class: class, Capacity: p.Inventories[class].Capacity(), Used: p.Usages[class],
+			})
+		}
+		out[i] = sum
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package state
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+func init() {
+	RegisterCommand(func() Command { return &CreateInventory{} })
+	RegisterCommand(func() Command { return &UpdateInventory{} })
+	RegisterCommand(func() Command { return &SetInventories{} })
+	RegisterCommand(func() Command { return &DeleteInventory{} })
+	RegisterCommand(func() Command { return &DeleteInventories{} })
+}
+
+// MaxInt is upstream's db constant MAX_INT, the bound of inventory fields
+// and the default max_unit.
+const MaxInt = 0x7FFFFFFF
+
+// InventoryValues is one resource class's inventory as a client writes it
+// (defaults already filled in by the HTTP layer).
+type InventoryValues struct {
+	Class           string
+	Total           int64
+	Reserved        int64
+	MinUnit         int64
+	MaxUnit         int64
+	StepSize        int64
+	AllocationRatio float64
+}
+
+// capacity is upstream's Inventory.capacity: int((total - reserved) *
+// allocation_ratio), truncated toward zero.
+func (v *InventoryValues) capacity() int64 {
+	return int64(float64(v.Total-v.Reserved) * v.AllocationRatio)
+}
+
+// checkCapacity is upstream's _validate_inventory_capacity: before 1.26 a
+// capacity of zero or less is invalid, from 1.26 (reservedCanBeTotal) only
+// a negative one.
+func (v *InventoryValues) checkCapacity(provider string, reservedCanBeTotal bool) string {
+	c := v.capacity()
+	switch {
+	case reservedCanBeTotal && c < 0:
+		return fmt.Sprintf("Invalid inventory for '%s' on resource provider '%s'. The reserved value is greater than total.", v.Class, provider)
+	case !reservedCanBeTotal && c <= 0:
+		return fmt.Sprintf("Invalid inventory for '%s' on resource provider '%s'. The reserved value is greater than or equal to total.", v.Class, provider)
+	}
+	return ""
+}
+
+// InventoryResult is an inventory record with its class and the provider
+// generation after the command (or at the time of a read).
+type InventoryResult struct {
+	Class      string
+	Inventory  Inventory
+	Generation int64
+}
+
+// InventoriesResult is a provider's whole inventory after SetInventories.
+type InventoriesResult struct {
+	Generation  int64
+	Inventories []InventoryResult // by class name
+}
+
+// ProviderInventories copies a provider's inventory, by class name.
+func (p *Provider) ProviderInventories() []InventoryResult {
+	out := make([]InventoryResult, 0, len(p.Inventories))
+	for _, class := range SortedKeys(p.Inventories) {
+		out = append(out, InventoryResult{Class: class, Inventory: *p.Inventories[class], Generation: p.Generation})
+	}
+	return out
+}
+
+// bumpGeneration records a change to a provider: upstream increments the
+// generation with an UPDATE of the provider row, which also sets its
+// updated_at.
+func (p *Provider) bumpGeneration(m Meta) {
+	p.Generation++
+	p.Updated = m.Time
+}
+
+// inventoryInUse returns upstream's InventoryInUse message if any of the
+// classes has allocations on p. The classes are listed in class id order,
+// as upstream's GROUP BY resource_class_id gives them.
+func (s *Store) inventoryInUse(p *Provider, classes []string) string {
+	var used []string
+	for _, c := range classes {
+		if p.Usages[c] > 0 {
+			used = append(used, c)
+		}
+	}
+	if len(used) == 0 {
+		return ""
+	}
+	sort.Slice(used, func(i, j int) bool { return s.classID(used[i]) < s.classID(used[j]) })
+	return fmt.Sprintf("Inventory for '%s' on resource provider '%s' in use.", strings.Join(used, ", "), p.UUID)
+}
+
+func (s *Store) classID(name string) int {
+	if rc := s.Classes[name]; rc != nil {
+		return rc.ID
+	}
+	return -1
+}
+
+func newInventory(v *InventoryValues, m Meta) *Inventory {
+	return &Inventory{
+		Total: v.Total, Reserved: v.Reserved, MinUnit: v.MinUnit, MaxUnit: v.MaxUnit,
+		StepSize: v.StepSize, AllocationRatio: v.AllocationRatio, Created: m.Time,
+	}
+}
+
+// updateInventory overwrites inv with v. Upstream's UPDATE sets updated_at
+// even when nothing changes.
+func updateInventory(inv *Inventory, v *InventoryValues, m Meta) {
+	inv.Total, inv.Reserved, inv.MinUnit, inv.MaxUnit = v.Total, v.Reserved, v.MinUnit, v.MaxUnit
+	inv.StepSize, inv.AllocationRatio = v.StepSize, v.AllocationRatio
+	inv.Updated = m.Time
+}
+
+// CreateInventory is POST /resource_providers/{uuid}/inventories: it adds
+// one class's inventory, which must not exist yet. No generation is given.
+type CreateInventory struct {
+	Provider           string
+	Inventory          InventoryValues
+	ReservedCanBeTotal bool `json:",omitempty"` // microversion 1.26
+}
+
+func (c *CreateInventory) Kind() string { return "inventory.create" }
+
+func (c *CreateInventory) Apply(s *Store, m Meta) (any, error) {
+	p := s.Providers[c.Provider]
+	if p == nil {
+		return nil, ProviderNotFound(c.Provider)
+	}
+	v := &c.Inventory
+	if msg := v.checkCapacity(p.UUID, c.ReservedCanBeTotal); msg != "" {
+		return nil, Errorf("Unable to create inventory for resource provider %s: %s", p.UUID, msg)
+	}
+	if s.Classes[v.Class] == nil {
+		return nil, Errorf("Unable to create inventory for resource provider %s: No such resource class %s.", p.UUID, v.Class)
+	}
+	if p.Inventories[v.Class] != nil {
+		// Upstream hits the unique constraint on (provider, class).
+		return nil, Conflictf(CodeConcurrentUpdate,
+			"Update conflict: Inventory for '%s' on resource provider '%s' already exists.", v.Class, p.UUID)
+	}
+	inv := newInventory(v, m)
+	p.Inventories[v.Class] = inv
+	p.bumpGeneration(m)
+	return InventoryResult{Class: v.Class, Inventory: *inv, Generation: p.Generation}, nil
+}
+
+// UpdateInventory is PUT /resource_providers/{uuid}/inventories/{class}:
+// it replaces one existing class's inventory. As upstream, capacity may
+// drop below current usage (upstream only logs a warning).
+type UpdateInventory struct {
+	Provider           string
+	Generation         int64
+	Inventory          InventoryValues
+	ReservedCanBeTotal bool `json:",omitempty"`
+}
+
+func (c *UpdateInventory) Kind() string { return "inventory.update" }
+
+func (c *UpdateInventory) Apply(s *Store, m Meta) (any, error) {
+	p := s.Providers[c.Provider]
+	if p == nil {
+		return nil, ProviderNotFound(c.Provider)
+	}
+	if c.Generation != p.Generation {
+		return nil, Conflictf(CodeConcurrentUpdate, "resource provider generation conflict")
+	}
+	v := &c.Inventory
+	if msg := v.checkCapacity(p.UUID, c.ReservedCanBeTotal); msg != "" {
+		return nil, Errorf("Unable to update inventory for resource provider %s: %s", p.UUID, msg)
+	}
+	if s.Classes[v.Class] == nil {
+		// Upstream lets this NotFound escape the handler: a bare 404.
+		return nil, NotFoundf("No such resource class %s.", v.Class)
+	}
+	inv := p.Inventories[v.Class]
+	if inv == nil {
+		return nil, Errorf("No inventory record with resource class for resource provider %s: No inventory of class %s found.", p.UUID, v.Class)
+	}
+	updateInventory(inv, v, m)
+	p.bumpGeneration(m)
+	return InventoryResult{Class: v.Class, Inventory: *inv, Generation: p.Generation}, nil
+}
+
+// SetInventories is PUT /resource_providers/{uuid}/inventories: it replaces
+// the provider's whole inventory. Inventories are in the request
+// document's order, which decides which invalid class is reported.
+type SetInventories struct {
+	Provider           string
+	Generation         int64
+	Inventories        []InventoryValues
+	ReservedCanBeTotal bool `json:",omitempty"`
+}
+
+func (c *SetInventories) Kind() string { return "inventory.set" }
+
+func (c *SetInventories) Apply(s *Store, m Meta) (any, error) {
+	p := s.Providers[c.Provider]
+	if p == nil {
+		return nil, ProviderNotFound(c.Provider)
+	}
+	if c.Generation != p.Generation {
+		return nil, Conflictf(CodeConcurrentUpdate, "resource provider generation conflict")
+	}
+	for i := range c.Inventories {
+		if msg := c.Inventories[i].checkCapacity(p.UUID, c.ReservedCanBeTotal); msg != "" {
+			return nil, Errorf("Unable to update inventory for resource provider %s: %s", p.UUID, msg)
+		}
+	}
+	for _, v := range c.Inventories {
+		if s.Classes[v.Class] == nil {
+			return nil, Errorf("Unknown resource class in inventory for resource provider %s: No such resource class %s.", p.UUID, v.Class)
+		}
+	}
+	if msg := s.replaceInventories(p, c.Inventories, m); msg != "" {
+		return nil, Conflictf(CodeInventoryInUse, "update conflict: %s", msg)
+	}
+	return InventoriesResult{Generation: p.Generation, Inventories: p.ProviderInventories()}, nil
+}
+
+// replaceInventories makes p's inventory exactly want and bumps the
+// generation (always, as upstream, even when nothing changed). If a class
+// to remove has allocations it changes nothing and returns the
+// InventoryInUse message.
+func (s *Store) replaceInventories(p *Provider, want []InventoryValues, m Meta) string {
+	keep := make(map[string]bool, len(want))
+	for _, v := range want {
+		keep[v.Class] = true
+	}
+	var gone []string
+	for _, class := range SortedKeys(p.Inventories) {
+		if !keep[class] {
+			gone = append(gone, class)
+		}
+	}
+	if msg := s.inventoryInUse(p, gone); msg != "" {
+		return msg
+	}
+	for _, class := range gone {
+		delete(p.Inventories, class)
+	}
+	for i := range want {
+		v := &want[i]
+		if inv := p.Inventories[v.Class]; inv != nil {
+			updateInventory(inv, v, m)
+		} else {
+			p.Inventories[v.Class] = newInventory(v, m)
+		}
+	}
+	p.bumpGeneration(m)
+	return ""
+}
+
+// DeleteInventory is DELETE /resource_providers/{uuid}/inventories/{class}.
+// It takes no generation.
+type DeleteInventory struct {
+	Provider string
+	Class    string
+}
+
+func (c *DeleteInventory) Kind() string { return "inventory.delete" }
+
+func (c *DeleteInventory) Apply(s *Store, m Meta) (any, error) {
+	p := s.Providers[c.Provider]
+	if p == nil {
+		return nil, ProviderNotFound(c.Provider)
+	}
+	if s.Classes[c.Class] == nil {
+		return nil, NotFoundf("No inventory of class %s found for delete: No such resource class %s.", c.Class, c.Class)
+	}
+	// Upstream checks allocations before looking for the inventory.
+	if msg := s.inventoryInUse(p, []string{c.Class}); msg != "" {
+		// Upstream reports this with the concurrent update code.
+		return nil, Conflictf(CodeConcurrentUpdate, "Unable to delete inventory of class %s: %s", c.Class, msg)
+	}
+	if p.Inventories[c.Class] == nil {
+		return nil, NotFoundf("No inventory of class %s found for delete: No inventory of class %s found for delete", c.Class, c.Class)
+	}
+	delete(p.Inventories, c.Class)
+	p.bumpGeneration(m)
+	return InventoryResult{Class: c.Class, Generation: p.Generation}, nil
+}
+
+// DeleteInventories is DELETE /resource_providers/{uuid}/inventories
+// (1.5): it removes every class, bumping the generation even when there
+// was none.
+type DeleteInventories struct {
+	Provider string
+}
+
+func (c *DeleteInventories) Kind() string { return "inventory.delete_all" }
+
+func (c *DeleteInventories) Apply(s *Store, m Meta) (any, error) {
+	p := s.Providers[c.Provider]
+	if p == nil {
+		return nil, ProviderNotFound(c.Provider)
+	}
+	if msg := s.replaceInventories(p, nil, m); msg != "" {
+		return nil, Conflictf(CodeInventoryInUse, "%s", msg)
+	}
+	return InventoriesResult{Generation: p.Generation}, nil
+}

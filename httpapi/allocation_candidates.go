@@ -1,0 +1,421 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/placementd/placementd/fsm/candidates"
+	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/httpapi/schema"
+)
+
+// The query schemas of GET /allocation_candidates, as upstream builds them
+// by copying and changing the previous version's (which fixes the key
+// order, and so the wording of errors).
+const (
+	acLimitSchema     = `"limit": {"type": ["integer", "string"], "pattern": "^[1-9][0-9]*$", "minimum": 1, "minLength": 1}`
+	acPolicySchema    = `"group_policy": {"type": "string", "enum": ["none", "isolate"]}`
+	acGroupPattern    = `([1-9][0-9]*)?$`
+	acGroupPattern133 = `([a-zA-Z0-9_-]{1,64})?$`
+)
+
+func acPatterns(suffix string, prefixes ...string) string {
+	var parts []string
+	for _, p := range prefixes {
+		parts = append(parts, `"^`+p+suffix+`": {"type": "string"}`)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func acGranularSchema(props, patterns string) *schema.Schema {
+	return schema.MustCompile(`{"type": "object", "properties": {` + acLimitSchema + `, ` + acPolicySchema + props +
+		`}, "additionalProperties": false, "patternProperties": {` + patterns + `}}`)
+}
+
+var (
+	acSchema110 = schema.MustCompile(`{"type": "object", "properties": {"resources": {"type": "string"}},
+		"required": ["resources"], "additionalProperties": false}`)
+	acSchema116 = schema.MustCompile(`{"type": "object", "properties": {"resources": {"type": "string"}, ` + acLimitSchema + `},
+		"required": ["resources"], "additionalProperties": false}`)
+	acSchema117 = schema.MustCompile(`{"type": "object", "properties": {"resources": {"type": "string"}, ` + acLimitSchema + `,
+		"required": {"type": ["string"]}}, "required": ["resources"], "additionalProperties": false}`)
+	acSchema121 = schema.MustCompile(`{"type": "object", "properties": {"resources": {"type": "string"}, ` + acLimitSchema + `,
+		"required": {"type": ["string"]}, "member_of": {"type": ["string"]}}, "required": ["resources"], "additionalProperties": false}`)
+	acSchema125 = acGranularSchema(``, acPatterns(acGroupPattern, "resources", "required", "member_of"))
+	acSchema131 = acGranularSchema(``, acPatterns(acGroupPattern, "resources", "required", "member_of", "in_tree"))
+	acSchema133 = acGranularSchema(``, acPatterns(acGroupPattern133, "resources", "required", "member_of", "in_tree"))
+	acSchema135 = acGranularSchema(`, "root_required": {"type": ["string"]}`,
+		acPatterns(acGroupPattern133, "resources", "required", "member_of", "in_tree"))
+	acSchema136 = acGranularSchema(`, "root_required": {"type": ["string"]}, "same_subtree": {"type": ["string"]}`,
+		acPatterns(acGroupPattern133, "resources", "required", "member_of", "in_tree"))
+)
+
+func acSchemaFor(v Version) *schema.Schema {
+	switch {
+	case v.AtLeast(36):
+		return acSchema136
+	case v.AtLeast(35):
+		return acSchema135
+	case v.AtLeast(33):
+		return acSchema133
+	case v.AtLeast(31):
+		return acSchema131
+	case v.AtLeast(25):
+		return acSchema125
+	case v.AtLeast(21):
+		return acSchema121
+	case v.AtLeast(17):
+		return acSchema117
+	case v.AtLeast(16):
+		return acSchema116
+	}
+	return acSchema110
+}
+
+// Request group keys: resources, required, member_of and in_tree with an
+// optional suffix (a number before 1.33, a name from 1.33).
+var (
+	acGroupKey    = regexp.MustCompile(`^(resources|required|member_of|in_tree)` + acGroupPattern)
+	acGroupKey133 = regexp.MustCompile(`^(resources|required|member_of|in_tree)` + acGroupPattern133)
+)
+
+// acError is a 400 answer's detail and Placement error code.
+type acError struct{ detail, code string }
+
+func acBad(detail string) *acError { return &acError{detail: detail} }
+
+// pyList renders strings as Python's repr of a list of str.
+func pyList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = "'" + s + "'"
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// parseCandidateRequest is upstream's RequestWideParams.from_request and
+// RequestGroup.dict_from_request, with their checks in their order.
+func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
+	v := versionOf(r)
+	req := &candidates.Request{NestedAware: v.AtLeast(29)}
+
+	// Request-wide parameters. Only the first limit and group_policy count.
+	if vals := queryValues(r, "limit"); len(vals) > 0 {
+		n, err := strconv.Atoi(pyStrip(vals[0]))
+		if err != nil || n < 1 {
+			return nil, acBad("Invalid query string parameters: invalid limit " + vals[0])
+		}
+		req.Limit = n
+	}
+	policy := ""
+	if vals := queryValues(r, "group_policy"); len(vals) > 0 {
+		policy = vals[0]
+	}
+	req.Isolate = policy == "isolate"
+	if vals := queryValues(r, "root_required"); len(vals) > 0 {
+		if len(vals) > 1 {
+			return nil, &acError{"Query parameter 'root_required' may be specified only once.", state.CodeQueryDuplicateKey}
+		}
+		required, forbidden, detail := normalizeTraitsValue(vals[0], true, false)
+		if detail != "" {
+			return nil, acBad(detail)
+		}
+		for _, anyOf := range required {
+			req.RootRequired = addUnique(req.RootRequired, anyOf...)
+		}
+		req.RootForbidden = forbidden
+		var conflicts []string
+		for _, t := range forbidden {
+			if slices.Contains(req.RootRequired, t) {
+				conflicts = append(conflicts, t)
+			}
+		}
+		if len(conflicts) > 0 {
+			return nil, &acError{"Conflicting required and forbidden traits found in root_required: " +
+				strings.Join(conflicts, ", "), state.CodeQueryBadValue}
+		}
+	}
+	var subtreeSuffixes []string
+	for _, val := range queryValues(r, "same_subtree") {
+		var set []string
+		for _, s := range strings.Split(val, ",") {
+			set = addUnique(set, pyStrip(s))
+		}
+		if slices.Contains(set, "") {
+			return nil, &acError{"Empty string (unsuffixed group) can not be specified in `same_subtree` ", state.CodeQueryBadValue}
+		}
+		req.SameSubtrees = append(req.SameSubtrees, set)
+		subtreeSuffixes = addUnique(subtreeSuffixes, set...)
+	}
+
+	// Request groups, in the order their first key appears.
+	keyRE := acGroupKey
+	if v.AtLeast(33) {
+		keyRE = acGroupKey133
+	}
+	var groups []*candidates.Group
+	bySuffix := map[string]*candidates.Group{}
+	for _, p := range queryPairs(r) {
+		m := keyRE.FindStringSubmatch(p.Key)
+		if m == nil {
+			continue
+		}
+		prefix, suffix := m[1], m[2]
+		g := bySuffix[suffix]
+		if g == nil {
+			g = &candidates.Group{Suffix: suffix}
+			bySuffix[suffix] = g
+			groups = append(groups, g)
+		}
+		var detail string
+		switch prefix {
+		case "resources":
+			g.Resources, detail = normalizeResources(p.Value)
+		case "required":
+			g.Required, g.Forbidden, detail = normalizeRequiredTraits(r, suffix)
+		case "member_of":
+			g.MemberOf, g.ForbiddenAggs, detail = normalizeMemberOf(r, suffix)
+		case "in_tree":
+			g.InTree = pyStrip(p.Value)
+			if schema.UUIDLikeHex(g.InTree) == "" {
+				detail = "Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: " + p.Value
+			}
+		}
+		if detail != "" {
+			return nil, acBad(detail)
+		}
+	}
+
+	if v.AtLeast(36) {
+		var resourceless []string
+		for _, g := range groups {
+			if len(g.Resources) == 0 {
+				resourceless = append(resourceless, g.Suffix)
+			}
+		}
+		if len(resourceless) == len(groups) {
+			return nil, &acError{"There must be at least one resources or resources[$S] parameter.", state.CodeQueryMissingValue}
+		}
+		var bad []string
+		for _, s := range resourceless {
+			if !slices.Contains(subtreeSuffixes, s) {
+				bad = append(bad, s)
+			}
+		}
+		if len(bad) > 0 {
+			return nil, &acError{"Resourceless suffixed group request should be specified in `same_subtree` query param: bad group(s) - " +
+				pyList(bad) + ".", state.CodeQueryBadValue}
+		}
+		bad = nil
+		for _, s := range subtreeSuffixes {
+			if bySuffix[s] == nil {
+				bad = append(bad, s)
+			}
+		}
+		if len(bad) > 0 {
+			var all []string
+			for _, g := range groups {
+				all = append(all, g.Suffix)
+			}
+			return nil, &acError{fmt.Sprintf("Real suffixes should be specified in `same_subtree`: %s not found in %s.",
+				pyList(bad), pyList(all)), state.CodeQueryBadValue}
+		}
+	} else if e := checkOrphanGroups(groups); e != nil {
+		return nil, e
+	}
+
+	if v.AtLeast(22) {
+		var conflicts []string
+		for _, g := range groups {
+			for _, anyOf := range g.Required {
+				all := true
+				for _, t := range anyOf {
+					all = all && slices.Contains(g.Forbidden, t)
+				}
+				if all {
+					sorted := append([]string(nil), anyOf...)
+					sort.Strings(sorted)
+					conflicts = append(conflicts, "required"+g.Suffix+": ("+strings.Join(sorted, ", ")+")")
+				}
+			}
+		}
+		if len(conflicts) > 0 {
+			sort.Strings(conflicts)
+			return nil, acBad("Conflicting required and forbidden traits found in the following traits keys: " +
+				strings.Join(conflicts, ", "))
+		}
+	}
+
+	granular := 0
+	for _, g := range groups {
+		if g.Suffix != "" {
+			granular++
+		}
+	}
+	if policy == "" && granular > 1 {
+		return nil, acBad(`The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.`)
+	}
+	for _, g := range groups {
+		req.Groups = append(req.Groups, *g)
+	}
+	return req, nil
+}
+
+// checkOrphanGroups is upstream's check before 1.36: every group needs
+// resources.
+func checkOrphanGroups(groups []*candidates.Group) *acError {
+	var orphans []string
+	for _, g := range groups {
+		if len(g.Required) > 0 && len(g.Resources) == 0 {
+			orphans = append(orphans, "required"+g.Suffix)
+		}
+	}
+	if len(orphans) > 0 {
+		return acBad("All traits parameters must be associated with resources.  Found the following orphaned traits keys: " +
+			strings.Join(orphans, ", "))
+	}
+	for _, g := range groups {
+		if len(g.Resources) == 0 && (len(g.MemberOf) > 0 || len(g.ForbiddenAggs) > 0) {
+			orphans = append(orphans, "member_of"+g.Suffix)
+		}
+	}
+	if len(orphans) > 0 {
+		return acBad("All member_of parameters must be associated with resources. Found the following orphaned member_of keys: " +
+			strings.Join(orphans, ", "))
+	}
+	for _, g := range groups {
+		if len(g.Resources) == 0 {
+			return acBad("All request groups must specify resources.")
+		}
+	}
+	if len(groups) == 0 {
+		return acBad("At least one request group (`resources` or `resources{$S}`) is required.")
+	}
+	return nil
+}
+
+// candidateOptions are the search settings from the configuration.
+func (s *Server) candidateOptions() candidates.Options {
+	opt := candidates.Options{
+		Randomize:     s.cfg.RandomizeAllocationCandidates,
+		MaxCandidates: s.cfg.MaxAllocationCandidates,
+	}
+	if s.cfg.AllocationCandidatesStrategy == "breadth-first" {
+		opt.Strategy = candidates.BreadthFirst
+	}
+	return opt
+}
+
+func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request) {
+	if !requireVersion(w, r, 10) || !checkAccept(w, r) ||
+		!s.authorize(w, r, "placement:allocation_candidates:list", nil) {
+		return
+	}
+	v := versionOf(r)
+	if !validateQuery(w, r, acSchemaFor(v)) {
+		return
+	}
+	req, perr := parseCandidateRequest(r)
+	if perr != nil {
+		writeError(w, r, http.StatusBadRequest, perr.detail, perr.code)
+		return
+	}
+	var res *candidates.Result
+	var err error
+	if !s.read(w, r, func(st *state.Store) { res, err = candidates.Search(st, req, s.candidateOptions()) }) {
+		return
+	}
+	if err != nil {
+		detail := err.Error()
+		if ne, ok := err.(*candidates.NameError); ok && ne.Class {
+			detail = "Invalid resource class in resources parameter: " + detail
+		}
+		writeError(w, r, http.StatusBadRequest, detail, "")
+		return
+	}
+	setLastModified(w, r, zeroTime)
+	writeJSON(w, http.StatusOK, candidatesJSON(v, req, res))
+}
+
+type acSummaryResource struct {
+	Capacity int64 `json:"capacity"`
+	Used     int64 `json:"used"`
+}
+
+// candidatesJSON renders the result in the shape of microversion v.
+func candidatesJSON(v Version, req *candidates.Request, res *candidates.Result) map[string]any {
+	reqs := make([]any, len(res.Candidates))
+	for i, c := range res.Candidates {
+		if v.AtLeast(12) {
+			allocs := make(map[string]any, len(c.Allocations))
+			for _, a := range c.Allocations {
+				allocs[a.Provider] = map[string]any{"resources": amountsJSON(a.Resources)}
+			}
+			item := map[string]any{"allocations": allocs}
+			if v.AtLeast(34) {
+				mappings := make(map[string][]string, len(c.Mappings))
+				for _, m := range c.Mappings {
+					mappings[m.Suffix] = m.Providers
+				}
+				item["mappings"] = mappings
+			}
+			reqs[i] = item
+			continue
+		}
+		allocs := make([]any, len(c.Allocations))
+		for j, a := range c.Allocations {
+			allocs[j] = map[string]any{
+				"resource_provider": map[string]string{"uuid": a.Provider},
+				"resources":         amountsJSON(a.Resources),
+			}
+		}
+		reqs[i] = map[string]any{"allocations": allocs}
+	}
+	// Before 1.27 summaries show only the requested classes.
+	requested := map[string]bool{}
+	for _, g := range req.Groups {
+		for _, r := range g.Resources {
+			requested[r.Class] = true
+		}
+	}
+	sums := make(map[string]any, len(res.Summaries))
+	for _, sum := range res.Summaries {
+		resources := map[string]acSummaryResource{}
+		for _, r := range sum.Resources {
+			if v.AtLeast(27) || requested[r.Class] {
+				resources[r.Class] = acSummaryResource{Capacity: r.Capacity, Used: r.Used}
+			}
+		}
+		item := map[string]any{"resources": resources}
+		if v.AtLeast(17) {
+			traits := sum.Traits
+			if traits == nil {
+				traits = []string{}
+			}
+			item["traits"] = traits
+		}
+		if v.AtLeast(29) {
+			var parent any
+			if sum.ParentUUID != "" {
+				parent = sum.ParentUUID
+			}
+			item["parent_provider_uuid"] = parent
+			item["root_provider_uuid"] = sum.RootUUID
+		}
+		sums[sum.UUID] = item
+	}
+	return map[string]any{"allocation_requests": reqs, "provider_summaries": sums}
+}
+
+func amountsJSON(rs []state.ResourceAmount) map[string]int64 {
+	out := make(map[string]int64, len(rs))
+	for _, r := range rs {
+		out[r.Class] = r.Amount
+	}
+	return out
+}

@@ -1,0 +1,502 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/httpapi/schema"
+)
+
+// Allocation schemas, upstream's schemas/allocation.py, built from the
+// same pieces in the same key order.
+const (
+	uuidKeyPattern      = `^[0-9a-fA-F-]{36}$`
+	resourcesSchemaJSON = `{
+		"type": "object",
+		"minProperties": 1,
+		"patternProperties": {"^[A-Z0-9_]+$": {"type": "integer", "minimum": 1}},
+		"additionalProperties": false
+	}`
+	consumerGenerationJSON = `"consumer_generation": {"type": ["integer", "null"], "additionalProperties": false}`
+	mappingsJSON           = `"mappings": {
+		"type": "object",
+		"minProperties": 1,
+		"patternProperties": {
+			"[a-zA-Z0-9_-]{1,64}": {"type": "array", "minItems": 1, "items": {"type": "string", "format": "uuid"}}
+		}
+	}`
+	consumerTypeJSON = `"consumer_type": {"type": "string", "pattern": "^[A-Z0-9_]+$", "minLength": 1, "maxLength": 255}`
+	projectUserJSON  = `"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
+		"user_id": {"type": "string", "minLength": 1, "maxLength": 255}`
+)
+
+// allocationListSchemaJSON is ALLOCATION_SCHEMA (before 1.8) and, with
+// project and user, ALLOCATION_SCHEMA_V1_8.
+func allocationListSchemaJSON(projectUser bool) string {
+	props, required := "", ""
+	if projectUser {
+		props, required = ", "+projectUserJSON, `, "project_id", "user_id"`
+	}
+	return `{
+		"type": "object",
+		"properties": {
+			"allocations": {
+				"type": "array",
+				"minItems": 1,
+				"items": {
+					"type": "object",
+					"properties": {
+						"resource_provider": {
+							"type": "object",
+							"properties": {"uuid": {"type": "string", "format": "uuid"}},
+							"additionalProperties": false,
+							"required": ["uuid"]
+						},
+						"resources": ` + resourcesSchemaJSON + `
+					},
+					"required": ["resource_provider", "resources"],
+					"additionalProperties": false
+				}
+			}` + props + `
+		},
+		"required": ["allocations"` + required + `],
+		"additionalProperties": false
+	}`
+}
+
+// consumerAllocationsSchemaJSON is one consumer's dict-format allocations:
+// ALLOCATION_SCHEMA_V1_12 (minProperties 1), DELETABLE_ALLOCATIONS
+// (minProperties 0), and the later versions with their extra properties
+// appended as upstream's deep copies append them.
+func consumerAllocationsSchemaJSON(minProperties int, generation, mappings, consumerType bool) string {
+	props, required := "", ""
+	if generation {
+		props += ", " + consumerGenerationJSON
+		required += `, "consumer_generation"`
+	}
+	if mappings {
+		props += ", " + mappingsJSON
+	}
+	if consumerType {
+		props += ", " + consumerTypeJSON
+		required += `, "consumer_type"`
+	}
+	return fmt.Sprintf(`{
+		"type": "object",
+		"properties": {
+			"allocations": {
+				"type": "object",
+				"minProperties": %d,
+				"patternProperties": {
+					%q: {
+						"type": "object",
+						"properties": {
+							"generation": {"type": "integer"},
+							"resources": %s
+						},
+						"required": ["resources"],
+						"additionalProperties": false
+					}
+				},
+				"additionalProperties": false
+			},
+			%s%s
+		},
+		"additionalProperties": false,
+		"required": ["allocations", "project_id", "user_id"%s]
+	}`, minProperties, uuidKeyPattern, resourcesSchemaJSON, projectUserJSON, props, required)
+}
+
+// consumersSchemaJSON is POST /allocations' body: consumers by uuid.
+func consumersSchemaJSON(minProperties int, consumer string) string {
+	return fmt.Sprintf(`{
+		"type": "object",
+		"minProperties": %d,
+		"additionalProperties": false,
+		"patternProperties": {%q: %s}
+	}`, minProperties, uuidKeyPattern, consumer)
+}
+
+var (
+	putAllocationsSchema   = schema.MustCompileBody(allocationListSchemaJSON(false))
+	putAllocationsSchema8  = schema.MustCompileBody(allocationListSchemaJSON(true))
+	putAllocationsSchema12 = schema.MustCompileBody(consumerAllocationsSchemaJSON(1, false, false, false))
+	putAllocationsSchema28 = schema.MustCompileBody(consumerAllocationsSchemaJSON(0, true, false, false))
+	putAllocationsSchema34 = schema.MustCompileBody(consumerAllocationsSchemaJSON(0, true, true, false))
+	putAllocationsSchema38 = schema.MustCompileBody(consumerAllocationsSchemaJSON(0, true, true, true))
+
+	postAllocationsSchema13 = schema.MustCompileBody(consumersSchemaJSON(1, consumerAllocationsSchemaJSON(0, false, false, false)))
+	postAllocationsSchema28 = schema.MustCompileBody(consumersSchemaJSON(1, consumerAllocationsSchemaJSON(0, true, false, false)))
+	postAllocationsSchema34 = schema.MustCompileBody(consumersSchemaJSON(1, consumerAllocationsSchemaJSON(0, true, true, false)))
+	postAllocationsSchema38 = schema.MustCompileBody(consumersSchemaJSON(1, consumerAllocationsSchemaJSON(0, true, true, true)))
+)
+
+// consumerBody is one consumer's part of a PUT, POST or reshaper body,
+// already validated.
+type consumerBody struct {
+	Allocations        json.RawMessage `json:"allocations"`
+	ProjectID          *string         `json:"project_id"`
+	UserID             *string         `json:"user_id"`
+	ConsumerGeneration json.RawMessage `json:"consumer_generation"`
+	ConsumerType       string          `json:"consumer_type"`
+}
+
+// allocationAmount reads a validated allocation amount. One too big for an int64
+// cannot fit any inventory (max_unit is at most 2^31-1): it becomes a
+// value that fails the max_unit check without overflowing sums.
+func allocationAmount(raw json.RawMessage) int64 {
+	if n, ok := jsonInt(raw); ok && n <= 1<<40 {
+		return n
+	}
+	return 1 << 40
+}
+
+// resourcesOf turns one provider's validated "resources" object into
+// requests, in document order.
+func resourcesOf(provider string, raw json.RawMessage) ([]state.AllocationRequest, error) {
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
+	}
+	var out []state.AllocationRequest
+	for _, class := range objectKeys(raw) {
+		out = append(out, state.AllocationRequest{Provider: provider, Class: class, Used: allocationAmount(res[class])})
+	}
+	return out, nil
+}
+
+// allocationsDict reads the dict format (1.12+): providers by uuid, in
+// document order.
+func allocationsDict(raw json.RawMessage) ([]state.AllocationRequest, error) {
+	var byProvider map[string]struct {
+		Resources json.RawMessage `json:"resources"`
+	}
+	if err := json.Unmarshal(raw, &byProvider); err != nil {
+		return nil, err
+	}
+	var out []state.AllocationRequest
+	for _, rp := range objectKeys(raw) {
+		reqs, err := resourcesOf(canonicalUUID(rp), byProvider[rp].Resources)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, reqs...)
+	}
+	return out, nil
+}
+
+// allocationsList reads the list format (before 1.12). As upstream turns
+// the list into a dict by provider, a provider listed twice keeps its
+// first position and its last resources.
+func allocationsList(raw json.RawMessage) ([]state.AllocationRequest, error) {
+	var items []struct {
+		ResourceProvider struct {
+			UUID string `json:"uuid"`
+		} `json:"resource_provider"`
+		Resources json.RawMessage `json:"resources"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, err
+	}
+	var order []string
+	last := map[string]json.RawMessage{}
+	for _, it := range items {
+		rp := it.ResourceProvider.UUID
+		if _, seen := last[rp]; !seen {
+			order = append(order, rp)
+		}
+		last[rp] = it.Resources
+	}
+	var out []state.AllocationRequest
+	for _, rp := range order {
+		reqs, err := resourcesOf(canonicalUUID(rp), last[rp])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, reqs...)
+	}
+	return out, nil
+}
+
+// consumerAllocations builds the state's request for one consumer from its
+// validated body at the request's microversion. Before 1.8 the consumer
+// gets the configured incomplete project and user; from 1.28 its
+// generation is checked; from 1.38 it carries a type.
+func (s *Server) consumerAllocations(r *http.Request, consumer string, b *consumerBody, list bool) (state.ConsumerAllocations, error) {
+	v := versionOf(r)
+	ca := state.ConsumerAllocations{
+		Consumer:  consumer,
+		ProjectID: s.cfg.IncompleteConsumerProjectID,
+		UserID:    s.cfg.IncompleteConsumerUserID,
+	}
+	if b.ProjectID != nil {
+		ca.ProjectID = *b.ProjectID
+		if b.UserID != nil {
+			ca.UserID = *b.UserID
+		}
+	}
+	if v.AtLeast(28) {
+		ca.CheckGeneration = true
+		if g := strings.TrimSpace(string(b.ConsumerGeneration)); g != "null" && g != "" {
+			n := jsonGeneration(b.ConsumerGeneration)
+			ca.Generation = &n
+		}
+	}
+	if v.AtLeast(38) {
+		ca.ConsumerType = b.ConsumerType
+	}
+	var err error
+	if list {
+		ca.Allocations, err = allocationsList(b.Allocations)
+	} else {
+		ca.Allocations, err = allocationsDict(b.Allocations)
+	}
+	return ca, err
+}
+
+// consumersOf reads POST /allocations' (and the reshaper's) validated
+// consumers, in document order. Consumer uuids are canonicalised; two
+// spellings of one consumer are refused, as they would name it twice.
+func (s *Server) consumersOf(w http.ResponseWriter, r *http.Request, raw json.RawMessage) ([]state.ConsumerAllocations, bool) {
+	var bodies map[string]consumerBody
+	if err := json.Unmarshal(raw, &bodies); err != nil {
+		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+		return nil, false
+	}
+	out := []state.ConsumerAllocations{}
+	seen := map[string]bool{}
+	for _, key := range objectKeys(raw) {
+		b := bodies[key]
+		uuid := canonicalUUID(key)
+		if seen[uuid] {
+			writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Consumer %s given more than once", uuid), "")
+			return nil, false
+		}
+		seen[uuid] = true
+		ca, err := s.consumerAllocations(r, uuid, &b, false)
+		if err != nil {
+			writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+			return nil, false
+		}
+		out = append(out, ca)
+	}
+	return out, true
+}
+
+// isUUIDLike is oslo's uuidutils.is_uuid_like.
+func isUUIDLike(s string) bool { return schema.UUIDLikeHex(s) != "" }
+
+// pathConsumer is the consumer named by the path, canonicalised when it
+// is a uuid (clients send them with and without dashes).
+func pathConsumer(r *http.Request) string {
+	return canonicalUUID(mux.Vars(r)["consumer_uuid"])
+}
+
+func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) {
+	if !requireJSON(w, r) || !s.authorize(w, r, "placement:allocations:update", nil) {
+		return
+	}
+	raw := mux.Vars(r)["consumer_uuid"]
+	if !isUUIDLike(raw) {
+		writeError(w, r, http.StatusBadRequest, "Malformed consumer_uuid: "+raw, "")
+		return
+	}
+	consumer := canonicalUUID(raw)
+	v := versionOf(r)
+	sch := putAllocationsSchema
+	switch {
+	case v.AtLeast(38):
+		sch = putAllocationsSchema38
+	case v.AtLeast(34):
+		sch = putAllocationsSchema34
+	case v.AtLeast(28):
+		sch = putAllocationsSchema28
+	case v.AtLeast(12):
+		sch = putAllocationsSchema12
+	case v.AtLeast(8):
+		sch = putAllocationsSchema8
+	}
+	var body consumerBody
+	if !decodeBody(w, r, sch, &body) {
+		return
+	}
+	ca, err := s.consumerAllocations(r, consumer, &body, !v.AtLeast(12))
+	if err != nil {
+		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+		return
+	}
+	if _, ok := s.apply(w, r, &state.SetAllocations{Consumers: []state.ConsumerAllocations{ca}}); !ok {
+		return
+	}
+	writeNoContent(w)
+}
+
+func (s *Server) setAllocations(w http.ResponseWriter, r *http.Request) {
+	if !requireVersion(w, r, 13) || !requireJSON(w, r) || !s.authorize(w, r, "placement:allocations:manage", nil) {
+		return
+	}
+	v := versionOf(r)
+	sch := postAllocationsSchema13
+	switch {
+	case v.AtLeast(38):
+		sch = postAllocationsSchema38
+	case v.AtLeast(34):
+		sch = postAllocationsSchema34
+	case v.AtLeast(28):
+		sch = postAllocationsSchema28
+	}
+	var body json.RawMessage
+	if !decodeBody(w, r, sch, &body) {
+		return
+	}
+	consumers, ok := s.consumersOf(w, r, body)
+	if !ok {
+		return
+	}
+	if _, ok := s.apply(w, r, &state.SetAllocations{Post: true, Consumers: consumers}); !ok {
+		return
+	}
+	writeNoContent(w)
+}
+
+func (s *Server) deleteConsumerAllocations(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r, "placement:allocations:delete", nil) {
+		return
+	}
+	if _, ok := s.apply(w, r, &state.DeleteConsumerAllocations{Consumer: pathConsumer(r)}); !ok {
+		return
+	}
+	writeNoContent(w)
+}
+
+// providerResourcesJSON is one provider's part of a consumer's allocations.
+type providerResourcesJSON struct {
+	Resources  map[string]int64 `json:"resources"`
+	Generation int64            `json:"generation"`
+}
+
+// consumerAllocationsJSON is upstream's _serialize_allocations_for_consumer.
+type consumerAllocationsJSON struct {
+	Allocations        map[string]*providerResourcesJSON `json:"allocations"`
+	ProjectID          *string                           `json:"project_id,omitempty"`
+	UserID             *string                           `json:"user_id,omitempty"`
+	ConsumerGeneration *int64                            `json:"consumer_generation,omitempty"`
+	ConsumerType       *string                           `json:"consumer_type,omitempty"`
+}
+
+// allocationsModified is upstream's _last_modified_from_allocations: the
+// latest allocation write (zero, meaning now, when there is none).
+func allocationsModified(allocs []state.Allocation) time.Time {
+	var t time.Time
+	for _, a := range allocs {
+		t = latest(t, latest(a.Created, a.Updated))
+	}
+	return t
+}
+
+func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) {
+	if !checkAccept(w, r) || !s.authorize(w, r, "placement:allocations:list", nil) {
+		return
+	}
+	consumer := pathConsumer(r)
+	var c *state.Consumer
+	generations := map[string]int64{}
+	if !s.read(w, r, func(st *state.Store) {
+		c = st.ConsumerCopy(consumer)
+		if c == nil {
+			return
+		}
+		for _, a := range c.Allocations {
+			generations[a.ProviderUUID] = st.Providers[a.ProviderUUID].Generation
+		}
+	}) {
+		return
+	}
+	out := consumerAllocationsJSON{Allocations: map[string]*providerResourcesJSON{}}
+	var allocs []state.Allocation
+	if c != nil {
+		allocs = c.Allocations
+	}
+	for _, a := range allocs {
+		pr := out.Allocations[a.ProviderUUID]
+		if pr == nil {
+			pr = &providerResourcesJSON{Resources: map[string]int64{}, Generation: generations[a.ProviderUUID]}
+			out.Allocations[a.ProviderUUID] = pr
+		}
+		pr.Resources[a.Class] = a.Used
+	}
+	v := versionOf(r)
+	if len(allocs) > 0 && v.AtLeast(12) {
+		out.ProjectID, out.UserID = &c.ProjectID, &c.UserID
+		if v.AtLeast(28) {
+			out.ConsumerGeneration = &c.Generation
+		}
+		if v.AtLeast(38) {
+			t := c.Type
+			if t == "" {
+				t = state.UnknownConsumerType
+			}
+			out.ConsumerType = &t
+		}
+	}
+	setLastModified(w, r, allocationsModified(allocs))
+	writeJSON(w, http.StatusOK, out)
+}
+
+// providerConsumerJSON is one consumer's part of a provider's allocations.
+type providerConsumerJSON struct {
+	Resources          map[string]int64 `json:"resources"`
+	ConsumerGeneration *int64           `json:"consumer_generation,omitempty"`
+}
+
+func (s *Server) listProviderAllocations(w http.ResponseWriter, r *http.Request) {
+	if !checkAccept(w, r) || !s.authorize(w, r, "placement:resource_providers:allocations:list", nil) {
+		return
+	}
+	uuid := mux.Vars(r)["uuid"]
+	var found bool
+	var generation int64
+	var allocs []state.ProviderAllocation
+	if !s.read(w, r, func(st *state.Store) {
+		p := st.Providers[uuid]
+		if p == nil {
+			return
+		}
+		found, generation = true, p.Generation
+		allocs = st.ProviderAllocations(uuid)
+	}) {
+		return
+	}
+	if !found {
+		writeError(w, r, http.StatusNotFound, fmt.Sprintf(
+			"Resource provider '%s' not found: No resource provider with uuid %s found", uuid, uuid), "")
+		return
+	}
+	showGeneration := versionOf(r).AtLeast(28)
+	byConsumer := map[string]*providerConsumerJSON{}
+	var modified time.Time
+	for i := range allocs {
+		a := &allocs[i]
+		pc := byConsumer[a.ConsumerUUID]
+		if pc == nil {
+			pc = &providerConsumerJSON{Resources: map[string]int64{}}
+			if showGeneration {
+				pc.ConsumerGeneration = &a.ConsumerGeneration
+			}
+			byConsumer[a.ConsumerUUID] = pc
+		}
+		pc.Resources[a.Class] = a.Used
+		modified = latest(modified, latest(a.Created, a.Updated))
+	}
+	setLastModified(w, r, modified)
+	writeJSON(w, http.StatusOK, struct {
+		Allocations map[string]*providerConsumerJSON `json:"allocations"`
+		Generation  int64                            `json:"resource_provider_generation"`
+	}{byConsumer, generation})
+}

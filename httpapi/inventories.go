@@ -1,0 +1,412 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/httpapi/schema"
+)
+
+// Inventory schemas, upstream's schemas/inventory.py. BASE is the PUT of
+// one class; POST adds resource_class and drops the generation; each
+// record of a PUT of all inventories needs only total.
+var (
+	baseInventorySchema = schema.MustCompileBody(`{
+		"type": "object",
+		"properties": {
+			"resource_provider_generation": {"type": "integer"},
+			"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+			"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
+			"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+			"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+			"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+			"allocation_ratio": {"type": "number", "maximum": 3.40282e+38}
+		},
+		"required": ["total", "resource_provider_generation"],
+		"additionalProperties": false
+	}`)
+	postInventorySchema = schema.MustCompileBody(`{
+		"type": "object",
+		"properties": {
+			"resource_provider_generation": {"type": "integer"},
+			"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+			"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
+			"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+			"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+			"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+			"allocation_ratio": {"type": "number", "maximum": 3.40282e+38},
+			"resource_class": {"type": "string", "pattern": "^[A-Z0-9_]+$"}
+		},
+		"required": ["total", "resource_class"],
+		"additionalProperties": false
+	}`)
+	putInventoriesSchema = schema.MustCompileBody(`{
+		"type": "object",
+		"properties": {
+			"resource_provider_generation": {"type": "integer"},
+			"inventories": {
+				"type": "object",
+				"patternProperties": {
+					"^[A-Z0-9_]+$": {
+						"type": "object",
+						"properties": {
+							"resource_provider_generation": {"type": "integer"},
+							"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+							"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
+							"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+							"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+							"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+							"allocation_ratio": {"type": "number", "maximum": 3.40282e+38}
+						},
+						"required": ["total"],
+						"additionalProperties": false
+					}
+				}
+			}
+		},
+		"required": ["resource_provider_generation", "inventories"],
+		"additionalProperties": false
+	}`)
+)
+
+// pyFloat is a float written as Python's json module writes one (1.0, not
+// 1), as upstream shows allocation_ratio.
+type pyFloat float64
+
+func (f pyFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return nil, fmt.Errorf("unsupported float %v", v)
+	}
+	// repr() switches to exponent notation below 1e-4 and from 1e16.
+	if a := math.Abs(v); a != 0 && (a < 1e-4 || a >= 1e16) {
+		return []byte(strconv.FormatFloat(v, 'e', -1, 64)), nil
+	}
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return []byte(s), nil
+}
+
+// inventoryJSON is upstream's _serialize_inventory, fields in its order.
+// The generation shows only when non-zero (upstream tests `if generation`),
+// and never inside a list of inventories.
+type inventoryJSON struct {
+	Total           int64   `json:"total"`
+	Reserved        int64   `json:"reserved"`
+	MinUnit         int64   `json:"min_unit"`
+	MaxUnit         int64   `json:"max_unit"`
+	StepSize        int64   `json:"step_size"`
+	AllocationRatio pyFloat `json:"allocation_ratio"`
+	Generation      int64   `json:"resource_provider_generation,omitempty"`
+}
+
+func serializeInventory(inv state.Inventory, generation int64) inventoryJSON {
+	return inventoryJSON{
+		Total: inv.Total, Reserved: inv.Reserved, MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit,
+		StepSize: inv.StepSize, AllocationRatio: pyFloat(inv.AllocationRatio), Generation: generation,
+	}
+}
+
+type inventoriesJSON struct {
+	Generation  int64                    `json:"resource_provider_generation"`
+	Inventories map[string]inventoryJSON `json:"inventories"`
+}
+
+// sendInventories is upstream's _send_inventories. With no inventory
+// there is no Last-Modified (upstream sets it to None), only Cache-Control.
+func sendInventories(w http.ResponseWriter, r *http.Request, generation int64, invs []state.InventoryResult) {
+	out := inventoriesJSON{Generation: generation, Inventories: map[string]inventoryJSON{}}
+	var modified time.Time
+	for _, ir := range invs {
+		out.Inventories[ir.Class] = serializeInventory(ir.Inventory, 0)
+		modified = latest(modified, inventoryModified(ir.Inventory))
+	}
+	if versionOf(r).AtLeast(15) {
+		if len(invs) > 0 {
+			setLastModified(w, r, modified)
+		} else {
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// inventoryModified is upstream's pick_last_modified for one record.
+func inventoryModified(inv state.Inventory) time.Time {
+	if !inv.Updated.IsZero() {
+		return inv.Updated
+	}
+	return inv.Created
+}
+
+// sendInventory is upstream's _send_inventory.
+func sendInventory(w http.ResponseWriter, r *http.Request, status int, ir state.InventoryResult) {
+	setLastModified(w, r, inventoryModified(ir.Inventory))
+	writeJSON(w, status, serializeInventory(ir.Inventory, ir.Generation))
+}
+
+// inventoryURL is upstream's util.inventory_url.
+func inventoryURL(uuid, class string) string {
+	return providerURL(uuid) + "/inventories/" + class
+}
+
+// absoluteURL makes a Location absolute against the request, as webob does
+// with a relative Location when it sends the response.
+func absoluteURL(r *http.Request, path string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + path
+}
+
+// requireProvider answers 404 unless the provider exists. Upstream looks
+// the provider up before it reads the body.
+func (s *Server) requireProvider(w http.ResponseWriter, r *http.Request, uuid string) bool {
+	_, found, ok := s.readProvider(w, r, uuid)
+	if ok && !found {
+		writeStateError(w, r, state.ProviderNotFound(uuid))
+	}
+	return ok && found
+}
+
+// jsonInt reads an integer field already validated by a schema. JSON
+// Schema counts 1.0 as an integer, so the number is read as a float when
+// it is not written as an integer. ok is false when it does not fit.
+func jsonInt(raw json.RawMessage) (n int64, ok bool) {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// jsonGeneration reads a client's resource_provider_generation; one that
+// does not fit an int64 can match no provider, so it becomes -1.
+func jsonGeneration(raw json.RawMessage) int64 {
+	if n, ok := jsonInt(raw); ok {
+		return n
+	}
+	return -1
+}
+
+// inventoryValues builds one class's inventory from a validated body
+// record, filling upstream's INVENTORY_DEFAULTS.
+func inventoryValues(class string, rec map[string]json.RawMessage) state.InventoryValues {
+	v := state.InventoryValues{
+		Class: class, Reserved: 0, MinUnit: 1, MaxUnit: state.MaxInt, StepSize: 1, AllocationRatio: 1.0,
+	}
+	for field, dst := range map[string]*int64{
+		"total": &v.Total, "reserved": &v.Reserved, "min_unit": &v.MinUnit,
+		"max_unit": &v.MaxUnit, "step_size": &v.StepSize,
+	} {
+		if raw, ok := rec[field]; ok {
+			*dst, _ = jsonInt(raw)
+		}
+	}
+	if raw, ok := rec["allocation_ratio"]; ok {
+		v.AllocationRatio, _ = strconv.ParseFloat(string(raw), 64)
+	}
+	return v
+}
+
+// objectKeys lists a JSON object's keys in document order, each once at
+// its first position (a Python dict built from the document).
+func objectKeys(raw json.RawMessage) []string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		k, _ := t.(string)
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return keys
+		}
+	}
+	return keys
+}
+
+func (s *Server) getInventories(w http.ResponseWriter, r *http.Request) {
+	if !checkAccept(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:list", nil) {
+		return
+	}
+	uuid := mux.Vars(r)["uuid"]
+	var found bool
+	var generation int64
+	var invs []state.InventoryResult
+	if !s.read(w, r, func(st *state.Store) {
+		if p := st.Providers[uuid]; p != nil {
+			found, generation, invs = true, p.Generation, p.ProviderInventories()
+		}
+	}) {
+		return
+	}
+	if !found {
+		writeError(w, r, http.StatusNotFound, fmt.Sprintf("No resource provider with uuid %s found : %s",
+			uuid, state.ProviderNotFound(uuid).Detail), "")
+		return
+	}
+	sendInventories(w, r, generation, invs)
+}
+
+func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
+	if !checkAccept(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:show", nil) {
+		return
+	}
+	uuid, class := mux.Vars(r)["uuid"], mux.Vars(r)["resource_class"]
+	var found bool
+	var inv *state.InventoryResult
+	if !s.read(w, r, func(st *state.Store) {
+		if p := st.Providers[uuid]; p != nil {
+			found = true
+			if i := p.Inventories[class]; i != nil {
+				inv = &state.InventoryResult{Class: class, Inventory: *i, Generation: p.Generation}
+			}
+		}
+	}) {
+		return
+	}
+	if !found {
+		writeError(w, r, http.StatusNotFound, fmt.Sprintf("No resource provider with uuid %s found : %s",
+			uuid, state.ProviderNotFound(uuid).Detail), "")
+		return
+	}
+	if inv == nil {
+		writeError(w, r, http.StatusNotFound, fmt.Sprintf("No inventory of class %s for %s", class, uuid), "")
+		return
+	}
+	sendInventory(w, r, http.StatusOK, *inv)
+}
+
+func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
+	if !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:create", nil) {
+		return
+	}
+	uuid := mux.Vars(r)["uuid"]
+	if !s.requireProvider(w, r, uuid) {
+		return
+	}
+	var body map[string]json.RawMessage
+	if !decodeBody(w, r, postInventorySchema, &body) {
+		return
+	}
+	var class string
+	json.Unmarshal(body["resource_class"], &class)
+	v, ok := s.apply(w, r, &state.CreateInventory{
+		Provider: uuid, Inventory: inventoryValues(class, body),
+		ReservedCanBeTotal: versionOf(r).AtLeast(26),
+	})
+	if !ok {
+		return
+	}
+	w.Header().Set("Location", absoluteURL(r, inventoryURL(uuid, class)))
+	sendInventory(w, r, http.StatusCreated, v.(state.InventoryResult))
+}
+
+func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
+	if !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:update", nil) {
+		return
+	}
+	uuid, class := mux.Vars(r)["uuid"], mux.Vars(r)["resource_class"]
+	if !s.requireProvider(w, r, uuid) {
+		return
+	}
+	var body map[string]json.RawMessage
+	if !decodeBody(w, r, baseInventorySchema, &body) {
+		return
+	}
+	v, ok := s.apply(w, r, &state.UpdateInventory{
+		Provider: uuid, Generation: jsonGeneration(body["resource_provider_generation"]),
+		Inventory: inventoryValues(class, body), ReservedCanBeTotal: versionOf(r).AtLeast(26),
+	})
+	if !ok {
+		return
+	}
+	sendInventory(w, r, http.StatusOK, v.(state.InventoryResult))
+}
+
+func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
+	if !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:update", nil) {
+		return
+	}
+	uuid := mux.Vars(r)["uuid"]
+	if !s.requireProvider(w, r, uuid) {
+		return
+	}
+	var body struct {
+		Generation  json.RawMessage `json:"resource_provider_generation"`
+		Inventories json.RawMessage `json:"inventories"`
+	}
+	if !decodeBody(w, r, putInventoriesSchema, &body) {
+		return
+	}
+	var records map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(body.Inventories, &records); err != nil {
+		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+		return
+	}
+	cmd := &state.SetInventories{
+		Provider: uuid, Generation: jsonGeneration(body.Generation),
+		Inventories: []state.InventoryValues{}, ReservedCanBeTotal: versionOf(r).AtLeast(26),
+	}
+	for _, class := range objectKeys(body.Inventories) {
+		cmd.Inventories = append(cmd.Inventories, inventoryValues(class, records[class]))
+	}
+	v, ok := s.apply(w, r, cmd)
+	if !ok {
+		return
+	}
+	res := v.(state.InventoriesResult)
+	sendInventories(w, r, res.Generation, res.Inventories)
+}
+
+func (s *Server) deleteInventories(w http.ResponseWriter, r *http.Request) {
+	if !versionOf(r).AtLeast(5) {
+		// Upstream's version_handler('1.5', status_code=405).
+		writeError(w, r, http.StatusMethodNotAllowed, "", "")
+		return
+	}
+	if !s.authorize(w, r, "placement:resource_providers:inventories:delete", nil) {
+		return
+	}
+	if _, ok := s.apply(w, r, &state.DeleteInventories{Provider: mux.Vars(r)["uuid"]}); !ok {
+		return
+	}
+	writeNoContent(w)
+}
+
+func (s *Server) deleteInventory(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r, "placement:resource_providers:inventories:delete", nil) {
+		return
+	}
+	cmd := &state.DeleteInventory{Provider: mux.Vars(r)["uuid"], Class: mux.Vars(r)["resource_class"]}
+	if _, ok := s.apply(w, r, cmd); !ok {
+		return
+	}
+	writeNoContent(w)
+}

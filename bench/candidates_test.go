@@ -41,8 +41,8 @@ const (
 	aggCount   = 10
 )
 
-func aggUUID(i int) string   { return fmt.Sprintf("a99a0000-0000-4000-8000-%012d", i) }
-func nodeUUID(i int) string  { return fmt.Sprintf("c0000000-0000-4000-8000-%012d", i) }
+func aggUUID(i int) string  { return fmt.Sprintf("a99a0000-0000-4000-8000-%012d", i) }
+func nodeUUID(i int) string { return fmt.Sprintf("c0000000-0000-4000-8000-%012d", i) }
 func numaUUID(i, k int) string {
 	return fmt.Sprintf("c%07d-0000-4000-8000-%012d", k+1, i)
 }

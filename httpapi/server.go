@@ -233,11 +233,11 @@ func (s *Server) faultWrap(next http.Handler) http.Handler {
 		saved := w.Header().Clone()
 		defer func() {
 			p := recover()
-			if p == nil || p == http.ErrAbortHandler {
-				if p != nil {
-					panic(p)
-				}
+			if p == nil {
 				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
 			}
 			s.cfg.Logger.Error("Placement API unexpected error", "error", p, "request_id", infoOf(r).id)
 			if rec, ok := w.(*recorder); ok && rec.status != 0 {

@@ -42,8 +42,11 @@ type search struct {
 	// trait in it, in ID order.
 	sharingByAgg map[string][]*state.Provider
 	rootFilter   bool
+	// sharingAll lists the providers with the sharing trait.
+	sharingAll []*state.Provider
 	// groupEmpty memoizes whether a group alone has no candidate.
 	groupEmpty map[int]bool
+	sc         scratch
 }
 
 func newSearch(st *state.Store, req *Request, opt Options) *search {
@@ -92,6 +95,7 @@ func newSearch(st *state.Store, req *Request, opt Options) *search {
 		if p == nil {
 			continue
 		}
+		s.sharingAll = append(s.sharingAll, p)
 		if s.sharingByAgg == nil {
 			s.sharingByAgg = map[string][]*state.Provider{}
 		}
@@ -188,7 +192,7 @@ func (s *search) groupHasNoCandidate(j int) bool {
 		lay := s.newLayout([]*group{g}, false)
 		next := s.anchorSource(lay.groups)
 		for a := next(); a != nil; a = next() {
-			if it := s.newIter(lay, a); it != nil && it.next() {
+			if it := s.newIter(lay, a, false); it != nil && it.next() {
 				empty = false
 				break
 			}
@@ -412,6 +416,9 @@ type layout struct {
 	// first is the first level of each group, by group index (-1 when
 	// the group is not in the layout).
 	first []int
+	// needsShared tells, per level, whether some sharing provider could
+	// serve it at all (else sharing providers need not be looked up).
+	needsShared []bool
 }
 
 type level struct {
@@ -438,6 +445,17 @@ func (s *search) newLayout(groups []*group, full bool) *layout {
 			lay.levels = append(lay.levels, level{g: g, contrib: g.classes[i : i+1], last: i == len(g.classes)-1})
 		}
 	}
+	lay.needsShared = make([]bool, len(lay.levels))
+	for i, lv := range lay.levels {
+		for _, sp := range s.sharingAll {
+			if lv.g.granular || len(lv.g.classes) == 0 {
+				lay.needsShared[i] = lay.needsShared[i] || s.servesGranular(lv.g, sp)
+			} else {
+				r := lv.contrib[0]
+				lay.needsShared[i] = lay.needsShared[i] || (lv.g.InTree == "" && sp.HasCapacity(r.Class, r.Amount))
+			}
+		}
+	}
 	return lay
 }
 
@@ -454,50 +472,111 @@ type anchorIter struct {
 	started bool
 }
 
+// scratch holds buffers reused from one anchor to the next, so that an
+// anchor that cannot serve the request costs no allocation.
+type scratch struct {
+	tree       []*state.Provider
+	shared     []*state.Provider
+	sharedDone bool
+	opts       [][]*state.Provider
+	choice     []int
+	iter       anchorIter
+}
+
 // newIter lists the options of every level for anchor a, or returns nil
-// when some level has none.
-func (s *search) newIter(lay *layout, a *state.Provider) *anchorIter {
-	tree := s.treeOf(a)
-	shared := s.sharingFor(a, tree)
-	it := &anchorIter{s: s, lay: lay, anchor: a, opts: make([][]*state.Provider, len(lay.levels)), choice: make([]int, len(lay.levels))}
+// when some level has none. Unless keep is set, the iterator uses the
+// search's scratch buffers and is only valid until the next call.
+func (s *search) newIter(lay *layout, a *state.Provider, keep bool) *anchorIter {
+	sc := &s.sc
+	sc.tree = s.appendTree(sc.tree[:0], a)
+	sc.sharedDone = false
+	n := len(lay.levels)
+	for len(sc.opts) < n {
+		sc.opts = append(sc.opts, nil)
+	}
 	for i, lv := range lay.levels {
-		var o []*state.Provider
-		if lv.g.granular || len(lv.g.classes) == 0 {
-			o = s.granularOptions(lv.g, tree, shared)
-		} else {
-			o = s.classOptions(lv.g, lv.contrib[0], a, tree, shared)
+		var shared []*state.Provider
+		if lay.needsShared[i] {
+			shared = s.sharedWith(a)
 		}
+		o := sc.opts[i][:0]
+		if lv.g.granular || len(lv.g.classes) == 0 {
+			o = s.appendGranular(o, lv.g, sc.tree, shared)
+		} else {
+			o = s.appendClass(o, lv.g, lv.contrib[0], a, sc.tree, shared)
+		}
+		sc.opts[i] = o
 		if len(o) == 0 {
 			return nil
 		}
-		it.opts[i] = o
+	}
+	// The unsuffixed group's providers must have its required traits
+	// between them: if all its options together lack one, nothing can.
+	for _, g := range lay.groups {
+		if g.granular || len(g.Required) == 0 {
+			continue
+		}
+		first := lay.first[g.idx]
+		for _, anyOf := range g.Required {
+			hit := false
+			for l := first; l < n && lay.levels[l].g == g && !hit; l++ {
+				for _, p := range sc.opts[l] {
+					if hasAny(p.Traits, anyOf) {
+						hit = true
+						break
+					}
+				}
+			}
+			if !hit {
+				return nil
+			}
+		}
+	}
+	if !keep {
+		if cap(sc.choice) < n {
+			sc.choice = make([]int, n)
+		}
+		sc.iter = anchorIter{s: s, lay: lay, anchor: a, opts: sc.opts[:n], choice: sc.choice[:n]}
+		return &sc.iter
+	}
+	it := &anchorIter{s: s, lay: lay, anchor: a, opts: make([][]*state.Provider, n), choice: make([]int, n)}
+	for i := range it.opts {
+		it.opts[i] = append([]*state.Provider(nil), sc.opts[i]...)
 	}
 	return it
 }
 
-// treeOf lists a's tree in ID order.
-func (s *search) treeOf(a *state.Provider) []*state.Provider {
+// appendTree appends a's tree, in ID order, to buf.
+func (s *search) appendTree(buf []*state.Provider, a *state.Provider) []*state.Provider {
+	buf = append(buf, a)
 	if len(s.st.Children[a.UUID]) == 0 {
-		return []*state.Provider{a}
+		return buf
 	}
-	out := []*state.Provider{a}
-	for i := 0; i < len(out); i++ {
-		for u := range s.st.Children[out[i].UUID] {
-			out = append(out, s.st.Providers[u])
+	start := len(buf) - 1
+	for i := start; i < len(buf); i++ {
+		for u := range s.st.Children[buf[i].UUID] {
+			buf = append(buf, s.st.Providers[u])
 		}
 	}
-	sortByID(out)
-	return out
+	sortByID(buf[start:])
+	return buf
 }
 
-// sharingFor lists, in ID order, the sharing providers outside a's tree
-// that share an aggregate with some provider of the tree.
-func (s *search) sharingFor(a *state.Provider, tree []*state.Provider) []*state.Provider {
-	if len(s.sharingByAgg) == 0 {
-		return nil
+// treeOf lists a's tree in ID order.
+func (s *search) treeOf(a *state.Provider) []*state.Provider { return s.appendTree(nil, a) }
+
+// sharedWith lists, in ID order, the sharing providers outside a's tree
+// (in the scratch tree) that share an aggregate with a provider of the
+// tree. It is computed at most once per anchor, and only when a level
+// could use a sharing provider at all.
+func (s *search) sharedWith(a *state.Provider) []*state.Provider {
+	sc := &s.sc
+	if sc.sharedDone {
+		return sc.shared
 	}
-	var out []*state.Provider
-	for _, p := range tree {
+	sc.sharedDone = true
+	out := sc.shared[:0]
+	for _, p := range sc.tree {
 		for agg := range p.Aggregates {
 			for _, sp := range s.sharingByAgg[agg] {
 				if sp.RootUUID != a.UUID && !containsProvider(out, sp) {
@@ -507,6 +586,7 @@ func (s *search) sharingFor(a *state.Provider, tree []*state.Provider) []*state.
 		}
 	}
 	sortByID(out)
+	sc.shared = out
 	return out
 }
 
@@ -519,10 +599,9 @@ func containsProvider(list []*state.Provider, p *state.Provider) bool {
 	return false
 }
 
-// granularOptions lists the providers, of the tree or shared with it,
-// that alone satisfy a granular group, in ID order.
-func (s *search) granularOptions(g *group, tree, shared []*state.Provider) []*state.Provider {
-	var out []*state.Provider
+// appendGranular appends to out the providers, of the tree or shared with
+// it, that alone satisfy a granular group, in ID order.
+func (s *search) appendGranular(out []*state.Provider, g *group, tree, shared []*state.Provider) []*state.Provider {
 	i, j := 0, 0
 	for i < len(tree) || j < len(shared) {
 		var p *state.Provider
@@ -553,14 +632,14 @@ func (s *search) servesGranular(g *group, p *state.Provider) bool {
 		inAll(p.Aggregates, g.MemberOf) && !hasAny(p.Aggregates, g.ForbiddenAggs)
 }
 
-// classOptions lists the providers that can give class r to the
+// appendClass appends to out the providers that can give class r to the
 // unsuffixed group g anchored at a, in ID order: providers of a's tree
 // (when in_tree allows it), then sharing providers (unless in_tree is
 // given). As upstream, an aggregate on the root counts for its whole tree,
 // while a sharing provider must itself be in the aggregates.
-func (s *search) classOptions(g *group, r state.ResourceAmount, a *state.Provider, tree, shared []*state.Provider) []*state.Provider {
+func (s *search) appendClass(out []*state.Provider, g *group, r state.ResourceAmount, a *state.Provider, tree, shared []*state.Provider) []*state.Provider {
 	if hasAny(a.Aggregates, g.ForbiddenAggs) {
-		return nil
+		return out
 	}
 	anchorIn := len(g.MemberOf) > 0 && inAll(a.Aggregates, g.MemberOf)
 	ok := func(p *state.Provider, inTree bool) bool {
@@ -572,7 +651,6 @@ func (s *search) classOptions(g *group, r state.ResourceAmount, a *state.Provide
 		}
 		return inTree && anchorIn
 	}
-	var out []*state.Provider
 	useTree := g.InTree == "" || g.inTreeRoot == a.UUID
 	useShared := g.InTree == ""
 	i, j := 0, 0
@@ -736,8 +814,31 @@ func (it *anchorIter) snapshot() []*state.Provider {
 // resourceful reports whether a level allocates anything.
 func (lv *level) resourceful() bool { return len(lv.contrib) > 0 }
 
+// anyCapacity reports whether some provider (of in_tree's tree, if set)
+// could take r: upstream gives up early when none can, and so does this,
+// which spares a fruitless walk over every root.
+func (s *search) anyCapacity(g *group, r state.ResourceAmount) bool {
+	ps := s.st.ProvidersInOrder()
+	if g.inTreeRoot != "" {
+		ps = s.treeOf(s.st.Providers[g.inTreeRoot])
+	}
+	for _, p := range ps {
+		if p.HasCapacity(r.Class, r.Amount) {
+			return true
+		}
+	}
+	return false
+}
+
 // run generates the candidates and their summaries.
 func (s *search) run() *Result {
+	for _, g := range s.groups {
+		for _, r := range g.Resources {
+			if !s.anyCapacity(g, r) {
+				return &Result{}
+			}
+		}
+	}
 	lay := s.newLayout(s.groups, true)
 	next := s.anchorSource(s.groups)
 	limit := s.req.Limit
@@ -776,7 +877,7 @@ func (s *search) run() *Result {
 		var active []*anchorIter
 		done := false
 		for a := next(); a != nil && !done; a = next() {
-			it := s.newIter(lay, a)
+			it := s.newIter(lay, a, true)
 			if it == nil || !it.next() {
 				continue
 			}
@@ -799,7 +900,7 @@ func (s *search) run() *Result {
 	} else {
 	anchors:
 		for a := next(); a != nil; a = next() {
-			it := s.newIter(lay, a)
+			it := s.newIter(lay, a, false)
 			if it == nil {
 				continue
 			}

@@ -89,6 +89,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		Authorizer:                  authz,
 	})
 	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log})
+	// Answer a non-numeric Content-Length as upstream does, not with Go's
+	// bare 400.
+	ln = httpapi.FixContentLength(ln)
 	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("placementd serving", "node", id, "http", ln.Addr().String(), "http_advertise", httpAdv,
 		"raft", node.RaftAddr(), "data_dir", c.dataDir)

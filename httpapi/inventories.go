@@ -16,34 +16,40 @@ import (
 	"github.com/placementd/placementd/httpapi/schema"
 )
 
-// Inventory schemas, upstream's schemas/inventory.py. BASE is the PUT of
-// one class; POST adds resource_class and drops the generation; each
-// record of a PUT of all inventories needs only total.
+// inventoryFieldsJSON are the properties of one inventory record in
+// upstream's schemas/inventory.py; every inventory schema (and the
+// reshaper's) is built from them, as upstream builds its schemas by copying
+// BASE_INVENTORY_SCHEMA.
+const inventoryFieldsJSON = `
+	"resource_provider_generation": {"type": "integer"},
+	"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+	"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
+	"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+	"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+	"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+	"allocation_ratio": {"type": "number", "maximum": 3.40282e+38}`
+
+// inventoryRecordJSON is one record of a PUT of all inventories (also the
+// reshaper's): only total is required.
+const inventoryRecordJSON = `{
+	"type": "object",
+	"properties": {` + inventoryFieldsJSON + `},
+	"required": ["total"],
+	"additionalProperties": false
+}`
+
+// Inventory schemas: BASE is the PUT of one class; POST adds
+// resource_class and does not require the generation.
 var (
 	baseInventorySchema = schema.MustCompileBody(`{
 		"type": "object",
-		"properties": {
-			"resource_provider_generation": {"type": "integer"},
-			"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
-			"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"allocation_ratio": {"type": "number", "maximum": 3.40282e+38}
-		},
+		"properties": {` + inventoryFieldsJSON + `},
 		"required": ["total", "resource_provider_generation"],
 		"additionalProperties": false
 	}`)
 	postInventorySchema = schema.MustCompileBody(`{
 		"type": "object",
-		"properties": {
-			"resource_provider_generation": {"type": "integer"},
-			"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
-			"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"allocation_ratio": {"type": "number", "maximum": 3.40282e+38},
+		"properties": {` + inventoryFieldsJSON + `,
 			"resource_class": {"type": "string", "pattern": "^[A-Z0-9_]+$"}
 		},
 		"required": ["total", "resource_class"],
@@ -55,22 +61,7 @@ var (
 			"resource_provider_generation": {"type": "integer"},
 			"inventories": {
 				"type": "object",
-				"patternProperties": {
-					"^[A-Z0-9_]+$": {
-						"type": "object",
-						"properties": {
-							"resource_provider_generation": {"type": "integer"},
-							"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-							"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
-							"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-							"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-							"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-							"allocation_ratio": {"type": "number", "maximum": 3.40282e+38}
-						},
-						"required": ["total"],
-						"additionalProperties": false
-					}
-				}
+				"patternProperties": {"^[A-Z0-9_]+$": ` + inventoryRecordJSON + `}
 			}
 		},
 		"required": ["resource_provider_generation", "inventories"],

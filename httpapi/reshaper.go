@@ -13,20 +13,6 @@ import (
 // /resource_providers/{uuid}/inventories takes them, by provider, and
 // allocations as POST /allocations takes them but possibly empty.
 func reshaperSchemaJSON(consumer string) string {
-	record := `{
-		"type": "object",
-		"properties": {
-			"resource_provider_generation": {"type": "integer"},
-			"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
-			"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
-			"allocation_ratio": {"type": "number", "maximum": 3.40282e+38}
-		},
-		"required": ["total"],
-		"additionalProperties": false
-	}`
 	return fmt.Sprintf(`{
 		"type": "object",
 		"properties": {
@@ -50,7 +36,7 @@ func reshaperSchemaJSON(consumer string) string {
 		},
 		"required": ["inventories", "allocations"],
 		"additionalProperties": false
-	}`, uuidKeyPattern, record, consumersSchemaJSON(0, consumer))
+	}`, uuidKeyPattern, inventoryRecordJSON, consumersSchemaJSON(0, consumer))
 }
 
 var (

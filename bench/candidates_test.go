@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -291,7 +292,7 @@ func BenchmarkCandidatesHTTP10k(b *testing.B) {
 	if err := node.WaitLeader(ctx); err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(node, httpapi.Config{}))
+	srv := httptest.NewServer(httpapi.New(node, httpapi.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer srv.Close()
 	for _, q := range append(benchQueries[:3:3], struct{ name, query string }{"limit1000", benchQueries[3].query}) {
 		b.Run(q.name, func(b *testing.B) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -327,6 +328,7 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	}
 	var res *candidates.Result
 	var err error
+	searched := s.candidatesTimer()
 	if !s.read(w, r, func(st *state.Store) { res, err = candidates.Search(st, req, s.candidateOptions()) }) {
 		return
 	}
@@ -338,44 +340,65 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 		writeError(w, r, http.StatusBadRequest, detail, "")
 		return
 	}
+	searched(res)
 	setLastModified(w, r, zeroTime)
-	writeJSON(w, http.StatusOK, candidatesJSON(v, req, res))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(candidatesJSON(v, req, res))
 }
 
-type acSummaryResource struct {
-	Capacity int64 `json:"capacity"`
-	Used     int64 `json:"used"`
-}
-
-// candidatesJSON renders the result in the shape of microversion v.
-func candidatesJSON(v Version, req *candidates.Request, res *candidates.Result) map[string]any {
-	reqs := make([]any, len(res.Candidates))
+// candidatesJSON renders the result in the shape of microversion v. It
+// writes the JSON directly (answers can hold thousands of candidates):
+// providers in first-use order, mappings in group order, summaries in
+// provider order.
+func candidatesJSON(v Version, req *candidates.Request, res *candidates.Result) []byte {
+	b := make([]byte, 0, 256+len(res.Candidates)*200+len(res.Summaries)*250)
+	b = append(b, `{"allocation_requests": [`...)
 	for i, c := range res.Candidates {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
 		if v.AtLeast(12) {
-			allocs := make(map[string]any, len(c.Allocations))
-			for _, a := range c.Allocations {
-				allocs[a.Provider] = map[string]any{"resources": amountsJSON(a.Resources)}
-			}
-			item := map[string]any{"allocations": allocs}
-			if v.AtLeast(34) {
-				mappings := make(map[string][]string, len(c.Mappings))
-				for _, m := range c.Mappings {
-					mappings[m.Suffix] = m.Providers
+			b = append(b, `{"allocations": {`...)
+			for j, a := range c.Allocations {
+				if j > 0 {
+					b = append(b, ", "...)
 				}
-				item["mappings"] = mappings
+				b = appendJSONString(b, a.Provider)
+				b = append(b, `: {"resources": `...)
+				b = appendAmounts(b, a.Resources)
+				b = append(b, '}')
 			}
-			reqs[i] = item
+			b = append(b, '}')
+			if v.AtLeast(34) {
+				b = append(b, `, "mappings": {`...)
+				for j, m := range c.Mappings {
+					if j > 0 {
+						b = append(b, ", "...)
+					}
+					b = appendJSONString(b, m.Suffix)
+					b = append(b, ": "...)
+					b = appendStrings(b, m.Providers)
+				}
+				b = append(b, '}')
+			}
+			b = append(b, '}')
 			continue
 		}
-		allocs := make([]any, len(c.Allocations))
+		b = append(b, `{"allocations": [`...)
 		for j, a := range c.Allocations {
-			allocs[j] = map[string]any{
-				"resource_provider": map[string]string{"uuid": a.Provider},
-				"resources":         amountsJSON(a.Resources),
+			if j > 0 {
+				b = append(b, ", "...)
 			}
+			b = append(b, `{"resource_provider": {"uuid": `...)
+			b = appendJSONString(b, a.Provider)
+			b = append(b, `}, "resources": `...)
+			b = appendAmounts(b, a.Resources)
+			b = append(b, '}')
 		}
-		reqs[i] = map[string]any{"allocations": allocs}
+		b = append(b, "]}"...)
 	}
+	b = append(b, `], "provider_summaries": {`...)
 	// Before 1.27 summaries show only the requested classes.
 	requested := map[string]bool{}
 	for _, g := range req.Groups {
@@ -383,39 +406,83 @@ func candidatesJSON(v Version, req *candidates.Request, res *candidates.Result) 
 			requested[r.Class] = true
 		}
 	}
-	sums := make(map[string]any, len(res.Summaries))
-	for _, sum := range res.Summaries {
-		resources := map[string]acSummaryResource{}
-		for _, r := range sum.Resources {
-			if v.AtLeast(27) || requested[r.Class] {
-				resources[r.Class] = acSummaryResource{Capacity: r.Capacity, Used: r.Used}
-			}
+	for i, sum := range res.Summaries {
+		if i > 0 {
+			b = append(b, ", "...)
 		}
-		item := map[string]any{"resources": resources}
-		if v.AtLeast(17) {
-			traits := sum.Traits
-			if traits == nil {
-				traits = []string{}
+		b = appendJSONString(b, sum.UUID)
+		b = append(b, `: {"resources": {`...)
+		n := 0
+		for _, r := range sum.Resources {
+			if !v.AtLeast(27) && !requested[r.Class] {
+				continue
 			}
-			item["traits"] = traits
+			if n > 0 {
+				b = append(b, ", "...)
+			}
+			n++
+			b = appendJSONString(b, r.Class)
+			b = append(b, `: {"capacity": `...)
+			b = strconv.AppendInt(b, r.Capacity, 10)
+			b = append(b, `, "used": `...)
+			b = strconv.AppendInt(b, r.Used, 10)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+		if v.AtLeast(17) {
+			b = append(b, `, "traits": `...)
+			b = appendStrings(b, sum.Traits)
 		}
 		if v.AtLeast(29) {
-			var parent any
-			if sum.ParentUUID != "" {
-				parent = sum.ParentUUID
+			b = append(b, `, "parent_provider_uuid": `...)
+			if sum.ParentUUID == "" {
+				b = append(b, "null"...)
+			} else {
+				b = appendJSONString(b, sum.ParentUUID)
 			}
-			item["parent_provider_uuid"] = parent
-			item["root_provider_uuid"] = sum.RootUUID
+			b = append(b, `, "root_provider_uuid": `...)
+			b = appendJSONString(b, sum.RootUUID)
 		}
-		sums[sum.UUID] = item
+		b = append(b, '}')
 	}
-	return map[string]any{"allocation_requests": reqs, "provider_summaries": sums}
+	return append(b, "}}\n"...)
 }
 
-func amountsJSON(rs []state.ResourceAmount) map[string]int64 {
-	out := make(map[string]int64, len(rs))
-	for _, r := range rs {
-		out[r.Class] = r.Amount
+func appendAmounts(b []byte, rs []state.ResourceAmount) []byte {
+	b = append(b, '{')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendJSONString(b, r.Class)
+		b = append(b, ": "...)
+		b = strconv.AppendInt(b, r.Amount, 10)
 	}
-	return out
+	return append(b, '}')
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// does.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

@@ -47,6 +47,7 @@ type search struct {
 	// groupEmpty memoizes whether a group alone has no candidate.
 	groupEmpty map[int]bool
 	sc         scratch
+	slab       []*state.Provider
 }
 
 func newSearch(st *state.Store, req *Request, opt Options) *search {
@@ -190,7 +191,7 @@ func (s *search) groupHasNoCandidate(j int) bool {
 	empty := true
 	if !g.unknownTree {
 		lay := s.newLayout([]*group{g}, false)
-		next := s.anchorSource(lay.groups)
+		next := s.anchorSource(lay.groups, 1)
 		for a := next(); a != nil; a = next() {
 			if it := s.newIter(lay, a, false); it != nil && it.next() {
 				empty = false
@@ -264,11 +265,13 @@ func (s *search) anyInAggregates(memberOf [][]string) bool {
 
 // anchorSource returns a function yielding, in ID order, the root
 // providers that may anchor candidates for groups (and pass root_required),
-// then nil. When a group has a selective constraint (a trait, an aggregate,
-// in_tree) the roots are derived from the providers that meet it through
-// the indexes; otherwise every root is tried.
-func (s *search) anchorSource(groups []*group) func() *state.Provider {
-	if seeds, ok := s.seedAnchors(groups); ok {
+// then nil. want is how many candidates are wanted (0: all). When a group
+// has a selective constraint (a trait, an aggregate, in_tree), the roots
+// can be derived from the providers meeting it through the indexes; that
+// is done when it is cheaper than trying roots in order until enough
+// candidates are found.
+func (s *search) anchorSource(groups []*group, want int) func() *state.Provider {
+	if seeds, ok := s.seedAnchors(groups, want); ok {
 		i := 0
 		return func() *state.Provider {
 			for i < len(seeds) {
@@ -295,43 +298,43 @@ func (s *search) anchorSource(groups []*group) func() *state.Provider {
 	}
 }
 
-// seedFactor: seeds are used when the most selective constraint involves
-// fewer than 1/seedFactor of the providers; above that, trying every root
-// in order is about as cheap and needs no sorting.
+// seedFactor weighs deriving roots from an index (per provider: lookups
+// and a sort) against trying a root in order (cheap when it fails).
 var seedFactor = 4
 
-// seedAnchors picks the most selective constraint any candidate must meet
-// and returns the roots able to meet it, if that is worth it.
-func (s *search) seedAnchors(groups []*group) ([]*state.Provider, bool) {
+// seedAnchors picks the most selective constraint every candidate must
+// meet and returns the roots able to meet it, when that is worth it.
+func (s *search) seedAnchors(groups []*group, want int) ([]*state.Provider, bool) {
 	bestEst := -1
-	var best func() map[string]bool
-	consider := func(est int, f func() map[string]bool) {
+	var best func() []*state.Provider
+	consider := func(est int, f func() []*state.Provider) {
 		if bestEst < 0 || est < bestEst {
 			bestEst, best = est, f
 		}
 	}
-	unionOf := func(index map[string]map[string]bool, keys []string) (int, func() map[string]bool) {
+	fromIndex := func(index map[string]map[string]bool, keys []string) (int, func() []*state.Provider) {
 		est := 0
 		for _, k := range keys {
 			est += len(index[k])
 		}
-		return est, func() map[string]bool {
-			set := map[string]bool{}
+		return est, func() []*state.Provider {
+			var roots []*state.Provider
+			done := map[string]bool{}
 			for _, k := range keys {
 				for u := range index[k] {
-					set[u] = true
+					roots = s.appendReachableRoots(roots, s.st.Providers[u], done)
 				}
 			}
-			return s.reachableRoots(set)
+			return roots
 		}
 	}
 	for _, t := range s.req.RootRequired {
 		idx := s.st.TraitIndex[t]
-		consider(len(idx), func() map[string]bool {
-			roots := map[string]bool{}
+		consider(len(idx), func() []*state.Provider {
+			var roots []*state.Provider
 			for u := range idx {
 				if p := s.st.Providers[u]; p != nil && p.ParentUUID == "" {
-					roots[u] = true
+					roots = append(roots, p)
 				}
 			}
 			return roots
@@ -339,69 +342,82 @@ func (s *search) seedAnchors(groups []*group) ([]*state.Provider, bool) {
 	}
 	for _, g := range groups {
 		if g.inTreeRoot != "" {
-			root := g.inTreeRoot
+			root := s.st.Providers[g.inTreeRoot]
 			if !g.granular {
-				consider(1, func() map[string]bool { return map[string]bool{root: true} })
+				consider(1, func() []*state.Provider { return []*state.Provider{root} })
 			} else {
-				tree := s.st.Subtree(root)
-				consider(len(tree), func() map[string]bool {
-					set := map[string]bool{}
-					for _, u := range tree {
-						set[u] = true
+				tree := s.treeOf(root)
+				consider(len(tree), func() []*state.Provider {
+					var roots []*state.Provider
+					done := map[string]bool{}
+					for _, p := range tree {
+						roots = s.appendReachableRoots(roots, p, done)
 					}
-					return s.reachableRoots(set)
+					return roots
 				})
 			}
 		}
 		for _, anyOf := range g.Required {
-			consider(unionOf(s.st.TraitIndex, anyOf))
+			consider(fromIndex(s.st.TraitIndex, anyOf))
 		}
 		for _, anyOf := range g.MemberOf {
-			consider(unionOf(s.st.AggregateIndex, anyOf))
+			consider(fromIndex(s.st.AggregateIndex, anyOf))
 		}
 	}
-	if best == nil || bestEst*seedFactor >= len(s.st.Providers) {
+	if best == nil {
+		return nil, false
+	}
+	// Trying roots in order visits about want*N/est of them before enough
+	// candidates turn up (all of them when everything is wanted).
+	n := len(s.st.Providers)
+	scan := n
+	if want > 0 && bestEst > 0 && want*n/bestEst < scan {
+		scan = want * n / bestEst
+	}
+	if bestEst*seedFactor >= scan {
 		return nil, false
 	}
 	roots := best()
-	out := make([]*state.Provider, 0, len(roots))
-	for u := range roots {
-		if p := s.st.Providers[u]; p != nil && p.ParentUUID == "" {
+	sortByID(roots)
+	out := roots[:0]
+	for i, p := range roots {
+		if i == 0 || p != roots[i-1] {
 			out = append(out, p)
 		}
 	}
-	sortByID(out)
 	return out, true
 }
 
-// reachableRoots returns the roots of the trees that can use a provider of
-// set: its own tree's, and for a sharing provider those of every provider
-// sharing an aggregate with it.
-func (s *search) reachableRoots(set map[string]bool) map[string]bool {
-	roots := map[string]bool{}
-	doneAggs := map[string]bool{}
-	for u := range set {
-		p := s.st.Providers[u]
-		if p == nil {
+// appendReachableRoots appends the roots of the trees that can use p: its
+// own, and for a sharing provider those of every provider sharing an
+// aggregate with it (done records the aggregates already expanded).
+func (s *search) appendReachableRoots(roots []*state.Provider, p *state.Provider, done map[string]bool) []*state.Provider {
+	if p == nil {
+		return roots
+	}
+	roots = append(roots, s.rootOf(p))
+	if !p.Traits[state.SharingTrait] {
+		return roots
+	}
+	for a := range p.Aggregates {
+		if done[a] {
 			continue
 		}
-		roots[p.RootUUID] = true
-		if !p.Traits[state.SharingTrait] {
-			continue
-		}
-		for a := range p.Aggregates {
-			if doneAggs[a] {
-				continue
-			}
-			doneAggs[a] = true
-			for q := range s.st.AggregateIndex[a] {
-				if qp := s.st.Providers[q]; qp != nil {
-					roots[qp.RootUUID] = true
-				}
+		done[a] = true
+		for q := range s.st.AggregateIndex[a] {
+			if qp := s.st.Providers[q]; qp != nil {
+				roots = append(roots, s.rootOf(qp))
 			}
 		}
 	}
 	return roots
+}
+
+func (s *search) rootOf(p *state.Provider) *state.Provider {
+	if p.ParentUUID == "" {
+		return p
+	}
+	return s.st.Providers[p.RootUUID]
 }
 
 // layout is the shape of the product walked for every anchor: one level
@@ -802,9 +818,16 @@ func (s *search) isAncestorOrSelf(top, p *state.Provider) bool {
 	return false
 }
 
-// snapshot copies the current combination: one provider per level.
+// snapshot copies the current combination: one provider per level. The
+// copies are cut from a shared slab to spare an allocation per candidate.
 func (it *anchorIter) snapshot() []*state.Provider {
-	out := make([]*state.Provider, len(it.choice))
+	n := len(it.choice)
+	s := it.s
+	if len(s.slab) < n {
+		s.slab = make([]*state.Provider, n*256)
+	}
+	out := s.slab[:n:n]
+	s.slab = s.slab[n:]
 	for i := range out {
 		out[i] = it.at(i)
 	}
@@ -840,13 +863,20 @@ func (s *search) run() *Result {
 		}
 	}
 	lay := s.newLayout(s.groups, true)
-	next := s.anchorSource(s.groups)
 	limit := s.req.Limit
 	excludeNested := !s.req.NestedAware && s.hasTrees
 	// Without randomization, the first `limit` candidates are the answer
 	// and generation can stop there. Before 1.29 the summaries of a limited
 	// answer depend on all candidates (see summaries), so all are needed.
 	lazy := !s.opt.Randomize && !(excludeNested && limit > 0)
+	want := 0
+	if lazy && limit > 0 {
+		want = limit
+	}
+	if m := s.opt.MaxCandidates; m > 0 && (want == 0 || m < want) {
+		want = m
+	}
+	next := s.anchorSource(s.groups, want)
 
 	var all [][]*state.Provider
 	generated := 0

@@ -1,0 +1,73 @@
+package state
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func orderNames(ps []*Provider) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestProvidersInOrderFollowsCreatesAndDeletes(t *testing.T) {
+	s := New()
+	m := Meta{Time: time.Unix(0, 0)}
+	uuid := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+	for i := 0; i < 5; i++ {
+		if _, err := (&CreateProvider{UUID: uuid(i), Name: fmt.Sprint("p", i)}).Apply(s, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want string) {
+		t.Helper()
+		if got := fmt.Sprint(orderNames(s.ProvidersInOrder())); got != want {
+			t.Fatalf("order %s, want %s", got, want)
+		}
+	}
+	check("[p0 p1 p2 p3 p4]")
+	check("[p0 p1 p2 p3 p4]") // cached
+	if _, err := (&DeleteProvider{UUID: uuid(2)}).Apply(s, m); err != nil {
+		t.Fatal(err)
+	}
+	check("[p0 p1 p3 p4]")
+	// A delete then a create keeps the count but moves NextProviderID.
+	(&DeleteProvider{UUID: uuid(0)}).Apply(s, m)
+	(&CreateProvider{UUID: uuid(9), Name: "p9"}).Apply(s, m)
+	check("[p1 p3 p4 p9]")
+
+	// Readers may rebuild the cache concurrently (run with -race).
+	(&CreateProvider{UUID: uuid(10), Name: "p10"}).Apply(s, m)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n := len(s.ProvidersInOrder()); n != 5 {
+				t.Errorf("%d providers", n)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestTraitsInIDOrder(t *testing.T) {
+	s := New()
+	m := Meta{Time: time.Unix(0, 0)}
+	(&CreateProvider{UUID: "00000000-0000-4000-8000-000000000001", Name: "p"}).Apply(s, m)
+	p := s.Providers["00000000-0000-4000-8000-000000000001"]
+	s.Traits["CUSTOM_B"] = &Trait{Name: "CUSTOM_B", Created: time.Unix(1, 0)}
+	s.Traits["CUSTOM_A"] = &Trait{Name: "CUSTOM_A", Created: time.Unix(2, 0)}
+	for _, tr := range []string{"CUSTOM_A", "HW_NUMA_ROOT", "CUSTOM_B", "COMPUTE_VOLUME_MULTI_ATTACH"} {
+		p.Traits[tr] = true
+	}
+	got := fmt.Sprint(s.TraitsInIDOrder(p))
+	if want := "[COMPUTE_VOLUME_MULTI_ATTACH HW_NUMA_ROOT CUSTOM_B CUSTOM_A]"; got != want {
+		t.Fatalf("%s, want %s", got, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -39,6 +40,9 @@ type Config struct {
 	// Authorizer decides policy; nil allows everything the caller is
 	// authenticated for.
 	Authorizer Authorizer
+	// Keystone, when set, authenticates requests against Keystone
+	// (--auth-strategy keystone) instead of noauth2.
+	Keystone *KeystoneConfig
 
 	// Upstream's [placement] options for GET /allocation_candidates:
 	// RandomizeAllocationCandidates samples (or shuffles) the candidates
@@ -49,6 +53,20 @@ type Config struct {
 	RandomizeAllocationCandidates bool
 	MaxAllocationCandidates       int
 	AllocationCandidatesStrategy  string
+
+	// Observer, when set, is told about every request the API answers and
+	// every allocation-candidates search (Prometheus metrics).
+	Observer Observer
+}
+
+// Observer watches the API's work; cluster/metrics implements it. Its
+// methods must not block.
+type Observer interface {
+	RequestStarted()
+	// RequestDone: route is the matched route's path template ("" when
+	// none matched).
+	RequestDone(route, method string, status int, d time.Duration)
+	CandidatesSearched(d time.Duration, returned int)
 }
 
 // Authorizer checks a policy rule for a request's credentials.
@@ -61,6 +79,8 @@ type Server struct {
 	cfg     Config
 	backend Backend
 	handler http.Handler
+	// keystone validates tokens when cfg.Keystone is set.
+	keystone *keystone
 }
 
 // New builds the API over backend.
@@ -87,6 +107,7 @@ func New(backend Backend, cfg Config) *Server {
 	for _, rt := range s.routes() {
 		router.Handle(rt.path, methodDispatch(rt.methods))
 	}
+	router.Use(noteRoute)
 	// The chain of upstream's deploy.py, outermost last: request log (and
 	// request id), CORS, noauth2 and request context, fault wrapper,
 	// microversion, then PlacementHandler's own checks and the routes.
@@ -94,7 +115,12 @@ func New(backend Backend, cfg Config) *Server {
 	h = s.checkContentHeaders(h)
 	h = negotiateVersion(h)
 	h = s.faultWrap(h)
-	h = s.authenticate(h)
+	if cfg.Keystone != nil {
+		s.keystone = newKeystone(*cfg.Keystone)
+		h = s.keystoneAuth(h)
+	} else {
+		h = s.authenticate(h)
+	}
 	h = s.cors(h)
 	h = s.requestLog(h)
 	s.handler = h
@@ -140,6 +166,25 @@ type reqInfo struct {
 	id       string   // local request id, req-<uuid>
 	globalID string   // a valid inbound X-Openstack-Request-Id
 	version  *Version // nil until the microversion is negotiated
+	// route is the matched route's path template; user and project are
+	// the caller's (for the request log and metrics).
+	route, user, project string
+}
+
+// noteRoute records the matched route's template and the caller in the
+// request's info, for requestLog (it runs inside the router, after
+// authentication).
+func noteRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+			if rt := mux.CurrentRoute(r); rt != nil {
+				info.route, _ = rt.GetPathTemplate()
+			}
+			c := credentialsOf(r)
+			info.user, info.project = c.UserID, c.ProjectID
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type infoKey struct{}
@@ -194,6 +239,10 @@ func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 // come out as JSON, and logs the request when it is answered.
 func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.RequestStarted()
+		}
 		info := &reqInfo{id: "req-" + uuid.NewString()}
 		if g := r.Header.Get(requestIDHeader); globalIDRE.MatchString(g) {
 			info.globalID = g
@@ -208,6 +257,10 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.WriteHeader(http.StatusOK)
 		}
+		elapsed := time.Since(start)
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.RequestDone(info.route, r.Method, rec.status, elapsed)
+		}
 		microversion := "-"
 		if info.version != nil {
 			microversion = info.version.String()
@@ -216,8 +269,9 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		if r.URL.RawQuery != "" {
 			uri += "?" + r.URL.RawQuery
 		}
-		attrs := []any{"remote", r.RemoteAddr, "method", r.Method, "uri", uri,
-			"status", rec.status, "len", rec.size, "microversion", microversion, "request_id", info.id}
+		attrs := []any{"remote", r.RemoteAddr, "method", r.Method, "uri", uri, "route", info.route,
+			"status", rec.status, "len", rec.size, "microversion", microversion, "request_id", info.id,
+			"duration_ms", float64(elapsed.Microseconds()) / 1000, "user_id", info.user, "project_id", info.project}
 		if info.globalID != "" {
 			attrs = append(attrs, "global_request_id", info.globalID)
 		}

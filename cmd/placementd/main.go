@@ -24,6 +24,12 @@ Usage:
                                seed the first node of a new cluster from a backup
   placementd snapshot inspect FILE
                                check a backup and print its state digest
+  placementd export FILE       write the state as a JSON document (--from URL: of
+                               a running upstream Placement)
+  placementd import --file FILE | --from URL [--token T]
+                               load an export, or a running upstream Placement,
+                               into an empty cluster, then verify it
+                               (docs/migration.md)
   placementd version           print the version
 
 Operator commands take --addr (any member's API address) and
@@ -31,7 +37,11 @@ Operator commands take --addr (any member's API address) and
 
 Run 'placementd serve --help' for the serve flags; every flag can also be
 set with an environment variable PLACEMENTD_<FLAG_NAME> (upper case, dashes
-as underscores).
+as underscores) or in a YAML file given with --config (keys named as the
+flags). Precedence: flag, then environment, then file, then default.
+
+A node serves the Placement API, /healthz, /readyz and /metrics
+(Prometheus) on its --http-addr. See docs/operators-guide.md.
 `)
 }
 
@@ -48,8 +58,12 @@ func main() {
 		err = clusterCommand(os.Args[2:])
 	case "snapshot":
 		err = snapshotCommand(os.Args[2:])
+	case "export":
+		err = exportCommand(os.Args[2:])
+	case "import":
+		err = importCommand(os.Args[2:])
 	case "version", "--version":
-		fmt.Println("placementd", version)
+		printVersion(os.Stdout)
 	case "help", "-h", "--help":
 		usage()
 	default:

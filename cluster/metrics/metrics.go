@@ -1,0 +1,210 @@
+// Package metrics exposes a placementd node's Prometheus metrics: the API's
+// requests, the Raft node, the commands its state machine applies, the size
+// of the placement state and allocation-candidate searches, plus the Go
+// runtime and process collectors. Names follow Prometheus conventions:
+// placementd_ prefix, base units (seconds, bytes), _total for counters.
+//
+// The package only observes: the API reports requests through
+// httpapi.Config.Observer, the FSM through its OnApply hook, and the Raft
+// node is read at scrape time. A nil *Metrics ignores every observation.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm/state"
+)
+
+const namespace = "placementd"
+
+// latencyBuckets cover a cached read (100 µs) to a slow write through a
+// loaded cluster (10 s).
+var latencyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// Metrics holds one node's metrics and the registry that exposes them.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+	httpInFlight prometheus.Gauge
+
+	fsmApplied *prometheus.CounterVec
+
+	proposals        *prometheus.CounterVec
+	proposalDuration *prometheus.HistogramVec
+
+	candDuration prometheus.Histogram
+	candReturned prometheus.Histogram
+}
+
+// New builds the metrics of one node in a registry of their own, with the
+// Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "http", Name: "requests_total",
+		Help: "Placement API requests answered by this node's API, by route template, method and status code.",
+	}, []string{"route", "method", "status"})
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "http", Name: "request_duration_seconds",
+		Help:    "Time to answer a Placement API request, by route template and method.",
+		Buckets: latencyBuckets,
+	}, []string{"route", "method"})
+	m.httpInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: "http", Name: "requests_in_flight",
+		Help: "Placement API requests being answered by this node's API now.",
+	})
+	m.fsmApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "fsm", Name: "commands_applied_total",
+		Help: "Placement commands applied by this node's state machine, by kind and result (ok, bad_request, not_found, conflict) " +
+			"with the Placement error code of a rejection (generation conflicts: placement.concurrent_update; " +
+			"capacity: placement.undefined_code on allocations.set).",
+	}, []string{"kind", "result", "code"})
+	m.proposals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "raft", Name: "proposals_total",
+		Help: "Commands this node proposed to Raft, by kind and outcome (applied, rejected, not_leader, unknown_outcome, error).",
+	}, []string{"kind", "outcome"})
+	m.proposalDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "raft", Name: "apply_duration_seconds",
+		Help:    "Time from proposing a command to having its result (commit and apply), by kind.",
+		Buckets: latencyBuckets,
+	}, []string{"kind"})
+	m.candDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "allocation_candidates", Name: "query_duration_seconds",
+		Help:    "Time to read and search the state for GET /allocation_candidates (without rendering the answer).",
+		Buckets: latencyBuckets,
+	})
+	m.candReturned = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "allocation_candidates", Name: "returned",
+		Help:    "Allocation requests returned by a GET /allocation_candidates.",
+		Buckets: []float64{0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 50000},
+	})
+	m.Registry.MustRegister(
+		m.httpRequests, m.httpDuration, m.httpInFlight, m.fsmApplied,
+		m.proposals, m.proposalDuration, m.candDuration, m.candReturned,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// RequestStarted and RequestDone bracket a request answered by the API
+// (httpapi.Observer). route is the mux path template, "" when no route
+// matched.
+func (m *Metrics) RequestStarted() {
+	if m != nil {
+		m.httpInFlight.Inc()
+	}
+}
+
+func (m *Metrics) RequestDone(route, method string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if route == "" {
+		// Unknown paths share one series: clients must not be able to
+		// create series at will.
+		route = "unmatched"
+	}
+	m.httpInFlight.Dec()
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.httpDuration.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// CandidatesSearched records one allocation-candidates query
+// (httpapi.Observer).
+func (m *Metrics) CandidatesSearched(d time.Duration, returned int) {
+	if m == nil {
+		return
+	}
+	m.candDuration.Observe(d.Seconds())
+	m.candReturned.Observe(float64(returned))
+}
+
+// Applied is the FSM's OnApply hook: it counts a command applied by this
+// node, with the Placement error code when it was rejected.
+func (m *Metrics) Applied(kind string, err error) {
+	if m == nil {
+		return
+	}
+	result, code := outcome(err)
+	m.fsmApplied.WithLabelValues(kind, result, code).Inc()
+}
+
+func outcome(err error) (result, code string) {
+	if err == nil {
+		return "ok", ""
+	}
+	var se *state.Error
+	if !errors.As(err, &se) {
+		return "error", ""
+	}
+	switch se.Kind {
+	case state.NotFound:
+		result = "not_found"
+	case state.Conflict:
+		result = "conflict"
+	default:
+		result = "bad_request"
+	}
+	return result, se.Code
+}
+
+// Backend is what the API proposes commands to and reads from (the
+// cluster node); the same as httpapi.Backend.
+type Backend interface {
+	Apply(ctx context.Context, cmd state.Command) (any, error)
+	Read(ctx context.Context, fn func(s *state.Store)) error
+}
+
+// Backend wraps b so that every proposal is timed and its outcome counted.
+func (m *Metrics) Backend(b Backend) Backend {
+	if m == nil {
+		return b
+	}
+	return &timedBackend{Backend: b, m: m}
+}
+
+type timedBackend struct {
+	Backend
+	m *Metrics
+}
+
+func (t *timedBackend) Apply(ctx context.Context, cmd state.Command) (any, error) {
+	start := time.Now()
+	v, err := t.Backend.Apply(ctx, cmd)
+	kind := cmd.Kind()
+	var se *state.Error
+	outcome := "applied"
+	switch {
+	case err == nil:
+	case errors.As(err, &se):
+		outcome = "rejected"
+	case errors.Is(err, cluster.ErrNotLeader):
+		outcome = "not_leader"
+	case errors.Is(err, cluster.ErrUnknownOutcome):
+		outcome = "unknown_outcome"
+	default:
+		outcome = "error"
+	}
+	t.m.proposals.WithLabelValues(kind, outcome).Inc()
+	if outcome == "applied" || outcome == "rejected" {
+		t.m.proposalDuration.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+	}
+	return v, err
+}

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Liveness and readiness probes, unauthenticated, for orchestrators and
+// load balancers (placementd serve mounts them at /healthz and /readyz):
+//
+//	/healthz  200 while the process answers HTTP
+//	/readyz   200 when /_cluster/health would say ready (a member that
+//	          knows a leader and is not shutting down) and the node has
+//	          applied the log up to the commit index it knows; 503 with
+//	          the reason otherwise
+//
+// The applied-index check keeps a node that is replaying its log or
+// installing a snapshot out of rotation: with stale reads it would serve
+// old state.
+
+// readyWait bounds how long /readyz waits for the state machine to reach
+// the commit index noted when the probe came in (a busy node applies
+// continuously and is always slightly behind).
+const readyWait = 500 * time.Millisecond
+
+// Probe is the body of /healthz and /readyz.
+type Probe struct {
+	Ready        bool   `json:"ready"`
+	Reason       string `json:"reason,omitempty"`
+	State        string `json:"state"`
+	Leader       string `json:"leader"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+}
+
+// Healthz answers that the process is alive.
+func (h *Handler) Healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
+}
+
+// Readyz answers 200 when the node should receive traffic, 503 otherwise.
+func (h *Handler) Readyz(w http.ResponseWriter, r *http.Request) {
+	p := h.Readiness(r.Context())
+	code := http.StatusOK
+	if !p.Ready {
+		code = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSONBody(w, code, p)
+}
+
+// Readiness is the verdict of /readyz.
+func (h *Handler) Readiness(ctx context.Context) Probe {
+	p := Probe{State: h.node.Raft.State().String(), CommitIndex: h.node.Raft.CommitIndex()}
+	p.Leader, _ = h.node.Leader()
+	p.Ready = h.ready()
+	switch {
+	case p.Ready:
+	case h.draining.Load():
+		p.Reason = "shutting down"
+	case !h.node.IsMember():
+		p.Reason = "not a member of the cluster (yet)"
+	default:
+		p.Reason = "no leader known"
+	}
+	p.AppliedIndex = h.node.Raft.AppliedIndex()
+	if !p.Ready {
+		return p
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyWait)
+	defer cancel()
+	for p.AppliedIndex < p.CommitIndex {
+		select {
+		case <-ctx.Done():
+			p.Ready, p.Reason = false, "applying the log: behind the commit index"
+			return p
+		case <-time.After(5 * time.Millisecond):
+		}
+		p.AppliedIndex = h.node.Raft.AppliedIndex()
+	}
+	return p
+}

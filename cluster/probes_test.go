@@ -1,0 +1,136 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/cluster"
+)
+
+func front(n *testNode) *cluster.Handler { return n.srv.Config.Handler.(*cluster.Handler) }
+
+// probe calls /readyz (or /healthz) on n's cluster front.
+func probe(t *testing.T, n *testNode, path string) (int, cluster.Probe) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	var p cluster.Probe
+	if path == "/healthz" {
+		front(n).Healthz(rec, req)
+	} else {
+		front(n).Readyz(rec, req)
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+			t.Fatalf("%s body %q", path, rec.Body.String())
+		}
+	}
+	return rec.Code, p
+}
+
+// waitReady polls /readyz on n until it answers want (200 or 503).
+func waitReady(t *testing.T, n *testNode, want int, within time.Duration) cluster.Probe {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		code, p := probe(t, n, "/readyz")
+		if code == want {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: /readyz still %d after %v, want %d: %+v", n.id, code, within, want, p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// isolate cuts n off from every other node (both directions); heal
+// connects it again.
+func (c *testCluster) isolate(n *testNode) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n.trans.DisconnectAll()
+	for _, o := range c.nodes {
+		if o != n && !o.down {
+			o.trans.Disconnect(raft.ServerAddress(n.id))
+		}
+	}
+}
+
+func (c *testCluster) heal(n *testNode) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range c.nodes {
+		if o != n && !o.down {
+			o.trans.Connect(raft.ServerAddress(n.id), n.trans)
+			n.trans.Connect(raft.ServerAddress(o.id), o.trans)
+		}
+	}
+}
+
+// /readyz is false on a node cut off from its leader and true again once
+// it has rejoined and caught up; /healthz stays true throughout, and the
+// rest of the cluster stays ready.
+func TestReadyzFollowsPartition(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	leader := c.leader()
+	c.converged()
+	f := c.followers()[0]
+	if code, p := probe(t, f, "/readyz"); code != 200 || !p.Ready || p.Leader != leader.id || p.AppliedIndex < p.CommitIndex {
+		t.Fatalf("connected follower not ready: %d %+v", code, p)
+	}
+
+	c.isolate(f)
+	p := waitReady(t, f, 503, 10*time.Second)
+	if p.Reason == "" || p.Leader != "" {
+		t.Fatalf("isolated node's verdict: %+v", p)
+	}
+	if code, _ := probe(t, f, "/healthz"); code != 200 {
+		t.Fatalf("/healthz on the isolated node: %d", code)
+	}
+	// The others keep a leader and stay ready; writes go on without f.
+	for _, o := range c.followers() {
+		if o != f {
+			waitReady(t, o, 200, 10*time.Second)
+		}
+	}
+	l := c.leader()
+	waitReady(t, l, 200, 10*time.Second)
+	if r := do(t, l, "PUT", "/traits/CUSTOM_WRITTEN_WHILE_CUT_OFF", nil); r.status != 201 {
+		t.Fatalf("write during the partition: %d %s", r.status, r.body)
+	}
+	if code, _ := probe(t, f, "/readyz"); code != 503 {
+		t.Fatalf("isolated node became ready: %d", code)
+	}
+
+	c.heal(f)
+	p = waitReady(t, f, 200, 15*time.Second)
+	if p.Leader == "" || p.AppliedIndex < p.CommitIndex {
+		t.Fatalf("rejoined node's verdict: %+v", p)
+	}
+	// Ready again and caught up: it ends with the leader's state.
+	c.converged()
+}
+
+// A node that is shutting down (draining) is not ready, though it still
+// has a leader and serves what reaches it.
+func TestReadyzFalseWhileDraining(t *testing.T) {
+	c := newTestCluster(t)
+	n := c.start("n1", true, nil)
+	c.leader()
+	waitReady(t, n, 200, 5*time.Second)
+	front(n).SetDraining(true)
+	code, p := probe(t, n, "/readyz")
+	if code != 503 || p.Reason != "shutting down" {
+		t.Fatalf("draining node: %d %+v", code, p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if p := front(n).Readiness(ctx); p.Ready {
+		t.Fatal("Readiness says ready while draining")
+	}
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The configuration file, given with --config FILE (or PLACEMENTD_CONFIG),
+// is YAML: a mapping from flag names, without the dashes in front, to
+// values. A list is joined with commas (for --join and the CORS flags).
+//
+//	http-addr: 0.0.0.0:8778
+//	data-dir: /var/lib/placementd
+//	join: [10.0.0.1:8778, 10.0.0.2:8778]
+//	log-format: json
+//
+// A setting comes from, in order of precedence: the command line, the
+// PLACEMENTD_<NAME> environment variable, the file, the flag's default.
+
+const configFlag = "config"
+
+// configure sets fs from the configuration file and the environment, then
+// parses args.
+func configure(fs *flag.FlagSet, args []string, strict bool) error {
+	if err := presetFlags(fs, args, strict); err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+// presetFlags sets fs from the configuration file named in args (or by
+// PLACEMENTD_CONFIG), then from the environment; parsing args comes next.
+// With strict, a key of the file that names no flag of fs is an error (a
+// typo must not go unnoticed in `serve`); operator commands read the same
+// file for the few flags they share with serve (--cluster-secret).
+func presetFlags(fs *flag.FlagSet, args []string, strict bool) error {
+	if fs.Lookup(configFlag) == nil {
+		fs.String(configFlag, "", "YAML file of settings named as the flags (see docs/operators-guide.md)")
+	}
+	path, ok := configPath(args)
+	if !ok {
+		path = os.Getenv("PLACEMENTD_CONFIG")
+	}
+	if path != "" {
+		if err := applyConfigFile(fs, path, strict); err != nil {
+			return err
+		}
+	}
+	return envDefaults(fs)
+}
+
+// configPath finds --config on the command line before the flags are
+// parsed, since the file's values must be set first.
+func configPath(args []string) (string, bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != configFlag {
+			continue
+		}
+		if hasValue {
+			return value, true
+		}
+		if i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+func applyConfigFile(fs *flag.FlagSet, path string, strict bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	values, err := parseConfig(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, name := range sortedKeys(values) {
+		f := fs.Lookup(name)
+		if f == nil || name == configFlag {
+			if strict {
+				return fmt.Errorf("%s: unknown setting %q (settings are named as the flags of placementd serve)", path, name)
+			}
+			continue
+		}
+		if err := f.Value.Set(values[name]); err != nil {
+			return fmt.Errorf("%s: %s: %v", path, name, err)
+		}
+	}
+	return nil
+}
+
+// parseConfig reads the YAML mapping into flag values.
+func parseConfig(data []byte) (map[string]string, error) {
+	var raw map[string]any
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range raw {
+		k = strings.TrimLeft(k, "-")
+		switch v := v.(type) {
+		case nil:
+			out[k] = ""
+		case []any:
+			items := make([]string, len(v))
+			for i, item := range v {
+				if _, nested := item.(map[string]any); nested {
+					return nil, fmt.Errorf("%s: a list of plain values is expected", k)
+				}
+				items[i] = fmt.Sprint(item)
+			}
+			out[k] = strings.Join(items, ",")
+		case map[string]any:
+			return nil, fmt.Errorf("%s: a plain value or a list is expected, not a mapping", k)
+		default:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// flagGroups orders `placementd serve --help`: each flag goes under the
+// first group with a matching name or prefix (a trailing "-"); flags no
+// group names are listed last, so a new flag is never hidden.
+var flagGroups = []struct {
+	title string
+	names []string
+}{
+	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-"}},
+	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
+	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout"}},
+	{"Logs and configuration", []string{"log-", "config"}},
+}
+
+func flagGroup(name string) int {
+	for i, g := range flagGroups {
+		for _, n := range g.names {
+			if name == n || strings.HasSuffix(n, "-") && strings.HasPrefix(name, n) {
+				return i
+			}
+		}
+	}
+	return len(flagGroups)
+}
+
+// printFlags writes fs's flags by group, each with its environment
+// variable and default.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	groups := make([][]*flag.Flag, len(flagGroups)+1)
+	fs.VisitAll(func(f *flag.Flag) {
+		g := flagGroup(f.Name)
+		groups[g] = append(groups[g], f)
+	})
+	for i, flags := range groups {
+		if len(flags) == 0 {
+			continue
+		}
+		title := "Other"
+		if i < len(flagGroups) {
+			title = flagGroups[i].title
+		}
+		fmt.Fprintf(w, "\n%s:\n", title)
+		for _, f := range flags {
+			kind, usage := flag.UnquoteUsage(f)
+			head := "  --" + f.Name
+			if kind != "" {
+				head += " " + kind
+			}
+			env := "PLACEMENTD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+			fmt.Fprintf(w, "%s\n        %s\n        [%s", head, usage, env)
+			if f.DefValue != "" && f.DefValue != "false" {
+				fmt.Fprintf(w, "; default %s", f.DefValue)
+			}
+			fmt.Fprintln(w, "]")
+		}
+	}
+}
+
+// serveUsage is `placementd serve --help`.
+func serveUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, `Usage: placementd serve [flags]
+
+Runs one placementd node: the Placement API, the cluster's operator API
+under /_cluster/, /healthz, /readyz and /metrics, all on --http-addr, and
+Raft on --raft-addr. A fresh --data-dir without --join starts a new
+single-node cluster.
+
+Every flag can also be set with the environment variable shown, or in the
+YAML file given with --config (keys named as the flags); a flag on the
+command line wins over the environment, which wins over the file.
+`)
+	printFlags(w, fs)
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "placementd.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A setting comes from the command line, else the environment, else the
+// file, else the default; lists in the file are joined with commas.
+func TestConfigPrecedence(t *testing.T) {
+	path := writeConfig(t, `
+http-addr: 10.0.0.1:8778
+raft-addr: 10.0.0.1:8779
+data-dir: /from/file
+join: [a:8778, b:8778]
+non-voter: true
+snapshot-threshold: 100
+`)
+	t.Setenv("PLACEMENTD_RAFT_ADDR", "10.0.0.2:8779")
+	t.Setenv("PLACEMENTD_DATA_DIR", "/from/env")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c := serveFlags(fs)
+	if err := configure(fs, []string{"--config", path, "--data-dir", "/from/flag"}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, got, want string }{
+		{"http-addr (file)", c.httpAddr, "10.0.0.1:8778"},
+		{"raft-addr (env over file)", c.raftAddr, "10.0.0.2:8779"},
+		{"data-dir (flag over env)", c.dataDir, "/from/flag"},
+		{"join (list)", c.cluster.join, "a:8778,b:8778"},
+		{"log-format (default)", c.logFormat, "text"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+	if !c.cluster.nonVoter || c.cluster.snapshotThreshold != 100 {
+		t.Errorf("non-voter %v, snapshot-threshold %d", c.cluster.nonVoter, c.cluster.snapshotThreshold)
+	}
+}
+
+// PLACEMENTD_CONFIG names the file when --config is not given.
+func TestConfigFromEnvironment(t *testing.T) {
+	t.Setenv("PLACEMENTD_CONFIG", writeConfig(t, "log-format: json\n"))
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c := serveFlags(fs)
+	if err := configure(fs, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if c.logFormat != "json" {
+		t.Fatalf("log-format %q", c.logFormat)
+	}
+}
+
+// serve refuses a file with a setting it does not know (a typo); the
+// operator commands skip the serve settings they do not have.
+func TestConfigUnknownSettings(t *testing.T) {
+	path := writeConfig(t, "cluster-secret: s3cret\nhttp-adr: x\n")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	serveFlags(fs)
+	err := configure(fs, []string{"--config=" + path}, true)
+	if err == nil || !strings.Contains(err.Error(), `"http-adr"`) {
+		t.Fatalf("serve accepted an unknown setting: %v", err)
+	}
+
+	ofs := flag.NewFlagSet("cluster status", flag.ContinueOnError)
+	var o operatorFlags
+	o.register(ofs)
+	if _, err := parseCommand(ofs, []string{"--config", path}); err != nil {
+		t.Fatal(err)
+	}
+	if o.secret != "s3cret" {
+		t.Fatalf("operator command did not read the secret from the file: %q", o.secret)
+	}
+
+	for _, bad := range []string{"http-addr: {a: 1}\n", "http-addr: [", "join: [{a: 1}]\n"} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		serveFlags(fs)
+		if err := configure(fs, []string{"--config", writeConfig(t, bad)}, true); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+// serve --help lists every flag once, under its group, with its
+// environment variable.
+func TestServeHelpListsEveryFlag(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	serveFlags(fs)
+	fs.String(configFlag, "", "config")
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	serveUsage(fs)
+	out := buf.String()
+	fs.VisitAll(func(f *flag.Flag) {
+		if n := strings.Count(out, "  --"+f.Name+" ") + strings.Count(out, "  --"+f.Name+"\n"); n != 1 {
+			t.Errorf("--%s listed %d times", f.Name, n)
+		}
+		env := "PLACEMENTD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if !strings.Contains(out, env) {
+			t.Errorf("%s not shown", env)
+		}
+	})
+}

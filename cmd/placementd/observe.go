@@ -1,0 +1,52 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/metrics"
+	"github.com/placementd/placementd/cluster/raftlog"
+	"github.com/placementd/placementd/fsm"
+)
+
+// newMetrics builds the node's metrics and hooks them to its state
+// machine; call it before the node opens, so that restoring the state at
+// start is measured too.
+func newMetrics(machine *fsm.FSM, log *slog.Logger) *metrics.Metrics {
+	m := metrics.New()
+	machine.OnApply = m.Applied
+	m.WatchState(machine)
+	if err := m.RaftBridge(); err != nil {
+		log.Warn("Raft timings will not be exported", "error", err)
+	}
+	return m
+}
+
+// raftLogger sends Raft's log through log; its level (--log-level)
+// decides what is written.
+func raftLogger(log *slog.Logger) hclog.Logger {
+	return raftlog.New(log, "raft", hclog.Trace)
+}
+
+// withProbes serves /healthz, /readyz and /metrics on the API port,
+// unauthenticated and answered by this node (never forwarded to the
+// leader); every other path goes to the cluster front. Paths are matched
+// exactly: the Placement API sees every other path as it came.
+func withProbes(front *cluster.Handler, m *metrics.Metrics) http.Handler {
+	promHandler := m.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			front.Healthz(w, r)
+		case "/readyz":
+			front.Readyz(w, r)
+		case "/metrics":
+			promHandler.ServeHTTP(w, r)
+		default:
+			front.ServeHTTP(w, r)
+		}
+	})
+}

@@ -1,0 +1,574 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// KeystoneConfig is the [keystone_authtoken] section of keystonemiddleware,
+// as placementd takes it (flags --keystone-*): the Keystone v3 endpoint and
+// placementd's own service credentials, with which it validates the tokens
+// callers send.
+type KeystoneConfig struct {
+	// AuthURL is Keystone's identity endpoint, with or without /v3.
+	AuthURL string
+	// Username, Password, ProjectName and the domains (by name or id;
+	// names default to "Default") are placementd's service user.
+	Username, Password                 string
+	ProjectName                        string
+	UserDomainName, UserDomainID       string
+	ProjectDomainName, ProjectDomainID string
+	// WWWAuthenticateURI goes into the WWW-Authenticate header of a 401
+	// (default: AuthURL), telling clients where to authenticate.
+	WWWAuthenticateURI string
+	// TokenCacheTime bounds how long a validated token is trusted without
+	// asking Keystone again (keystonemiddleware's token_cache_time; default
+	// 300 s; negative: no caching). A revoked token stays usable here until
+	// its cache entry expires.
+	TokenCacheTime time.Duration
+	// ServiceTokenRoles: an X-Service-Token with one of these roles lets an
+	// expired user token through (default: service).
+	ServiceTokenRoles []string
+	// ServiceType is Placement's type in the catalog ("placement"), needed
+	// to honour application credentials restricted by access rules; empty
+	// refuses such credentials, as keystonemiddleware does.
+	ServiceType string
+	// Timeout bounds each call to Keystone (default 10 s).
+	Timeout time.Duration
+	// HTTPClient talks to Keystone (default: one with Timeout; set it for
+	// a private CA).
+	HTTPClient *http.Client
+}
+
+// keystone validates tokens the way keystonemiddleware's auth_token does.
+type keystone struct {
+	cfg    KeystoneConfig
+	base   string // the v3 endpoint, no trailing slash
+	client *http.Client
+	now    func() time.Time
+
+	mu         sync.Mutex
+	svcToken   string
+	svcRefresh time.Time // when to fetch a new service token
+	cache      map[[32]byte]cachedToken
+	inflight   map[[32]byte]*tokenFlight
+}
+
+type cachedToken struct {
+	tok   *keystoneToken
+	until time.Time
+}
+
+// tokenFlight is one validation under way, shared by the requests that
+// carry the same token.
+type tokenFlight struct {
+	done chan struct{}
+	tok  *keystoneToken
+	err  error
+}
+
+// maxCachedTokens bounds the cache; only valid tokens are cached.
+const maxCachedTokens = 10000
+
+// errInvalidToken: Keystone does not know the token, or it has expired.
+var errInvalidToken = errors.New("token authorization failed")
+
+// keystoneUnavailable: Keystone could not be asked (or refused placementd's
+// own credentials); the request is answered 503.
+type keystoneUnavailable struct{ err error }
+
+func (e *keystoneUnavailable) Error() string { return "keystone unavailable: " + e.err.Error() }
+
+func newKeystone(cfg KeystoneConfig) *keystone {
+	base := strings.TrimRight(cfg.AuthURL, "/")
+	if !strings.HasSuffix(base, "/v3") {
+		base += "/v3"
+	}
+	if cfg.WWWAuthenticateURI == "" {
+		cfg.WWWAuthenticateURI = cfg.AuthURL
+	}
+	if cfg.TokenCacheTime == 0 {
+		cfg.TokenCacheTime = 300 * time.Second
+	}
+	if cfg.ServiceTokenRoles == nil {
+		cfg.ServiceTokenRoles = []string{"service"}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.UserDomainName == "" && cfg.UserDomainID == "" {
+		cfg.UserDomainName = "Default"
+	}
+	if cfg.ProjectDomainName == "" && cfg.ProjectDomainID == "" {
+		cfg.ProjectDomainName = "Default"
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: cfg.Timeout}
+	}
+	return &keystone{cfg: cfg, base: base, client: client, now: time.Now,
+		cache: map[[32]byte]cachedToken{}, inflight: map[[32]byte]*tokenFlight{}}
+}
+
+// keystoneToken is the part of a v3 token validation Placement needs.
+type keystoneToken struct {
+	ExpiresAt keystoneTime `json:"expires_at"`
+	User      struct {
+		ID     string    `json:"id"`
+		Name   string    `json:"name"`
+		Domain idAndName `json:"domain"`
+	} `json:"user"`
+	Project *struct {
+		ID     string    `json:"id"`
+		Name   string    `json:"name"`
+		Domain idAndName `json:"domain"`
+	} `json:"project"`
+	Domain *idAndName `json:"domain"`
+	System *struct {
+		All bool `json:"all"`
+	} `json:"system"`
+	Roles          []idAndName `json:"roles"`
+	IsAdminProject *bool       `json:"is_admin_project"`
+	AppCred        *struct {
+		// Nil when the credential is unrestricted.
+		AccessRules *[]accessRule `json:"access_rules"`
+	} `json:"application_credential"`
+}
+
+// keystoneTime is a timestamp as Keystone writes it: ISO 8601, normally in
+// UTC with a Z, sometimes without the zone (then UTC too).
+type keystoneTime struct{ time.Time }
+
+func (t *keystoneTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999"} {
+		if v, err := time.Parse(layout, s); err == nil {
+			t.Time = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unrecognised time %q", s)
+}
+
+type idAndName struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+type accessRule struct {
+	Method  string `json:"method"`
+	Path    string `json:"path"`
+	Service string `json:"service"`
+}
+
+func (t *keystoneToken) roleNames() []string {
+	out := make([]string, len(t.Roles))
+	for i, r := range t.Roles {
+		out[i] = r.Name
+	}
+	return out
+}
+
+// serviceToken returns placementd's own token, authenticating with its
+// password when it has none or it is about to expire.
+func (k *keystone) serviceToken(ctx context.Context) (string, error) {
+	k.mu.Lock()
+	tok, refresh := k.svcToken, k.svcRefresh
+	k.mu.Unlock()
+	if tok != "" && k.now().Before(refresh) {
+		return tok, nil
+	}
+	user := map[string]any{"name": k.cfg.Username, "password": k.cfg.Password, "domain": domainRef(k.cfg.UserDomainID, k.cfg.UserDomainName)}
+	auth := map[string]any{"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": user}}}
+	if k.cfg.ProjectName != "" {
+		auth["scope"] = map[string]any{"project": map[string]any{"name": k.cfg.ProjectName, "domain": domainRef(k.cfg.ProjectDomainID, k.cfg.ProjectDomainName)}}
+	}
+	body, _ := json.Marshal(map[string]any{"auth": auth})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.base+"/auth/tokens?nocatalog", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	// Authenticating again is harmless: let the client retry on a fresh
+	// connection when a kept-alive one turns out closed.
+	req.Header["Idempotency-Key"] = nil
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("authenticating as %q: %s: %s", k.cfg.Username, resp.Status, bytes.TrimSpace(data))
+	}
+	var parsed struct {
+		Token keystoneToken `json:"token"`
+	}
+	tok = resp.Header.Get("X-Subject-Token")
+	if err := json.Unmarshal(data, &parsed); err != nil || tok == "" {
+		return "", fmt.Errorf("authenticating as %q: unexpected answer from Keystone", k.cfg.Username)
+	}
+	// Renew two minutes before expiry (as keystoneauth does), or halfway
+	// through a shorter life.
+	now := k.now()
+	margin := 2 * time.Minute
+	if life := parsed.Token.ExpiresAt.Time.Sub(now); life < 2*margin {
+		margin = life / 2
+	}
+	k.mu.Lock()
+	k.svcToken, k.svcRefresh = tok, parsed.Token.ExpiresAt.Time.Add(-margin)
+	k.mu.Unlock()
+	return tok, nil
+}
+
+func domainRef(id, name string) map[string]string {
+	if id != "" {
+		return map[string]string{"id": id}
+	}
+	return map[string]string{"name": name}
+}
+
+// dropServiceToken forgets a service token Keystone refused.
+func (k *keystone) dropServiceToken(tok string) {
+	k.mu.Lock()
+	if k.svcToken == tok {
+		k.svcToken = ""
+	}
+	k.mu.Unlock()
+}
+
+// fetch returns the token's data from the cache or from Keystone; it does
+// not check expiry. Concurrent requests with the same token share one call.
+func (k *keystone) fetch(ctx context.Context, token string, allowExpired bool) (*keystoneToken, error) {
+	key := sha256.Sum256([]byte(token))
+	now := k.now()
+	k.mu.Lock()
+	if c, ok := k.cache[key]; ok {
+		if now.Before(c.until) {
+			k.mu.Unlock()
+			return c.tok, nil
+		}
+		delete(k.cache, key)
+	}
+	if f, ok := k.inflight[key]; ok {
+		k.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.tok, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f := &tokenFlight{done: make(chan struct{})}
+	k.inflight[key] = f
+	k.mu.Unlock()
+
+	// The call outlives a client that goes away: others may wait on it.
+	cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timeout)
+	f.tok, f.err = k.validate(cctx, token, allowExpired)
+	cancel()
+
+	k.mu.Lock()
+	delete(k.inflight, key)
+	if f.err == nil && k.cfg.TokenCacheTime > 0 {
+		if len(k.cache) >= maxCachedTokens {
+			k.pruneLocked(now)
+		}
+		k.cache[key] = cachedToken{tok: f.tok, until: k.now().Add(k.cfg.TokenCacheTime)}
+	}
+	k.mu.Unlock()
+	close(f.done)
+	return f.tok, f.err
+}
+
+// pruneLocked drops expired entries, and arbitrary ones while the cache is
+// still full.
+func (k *keystone) pruneLocked(now time.Time) {
+	for key, c := range k.cache {
+		if !now.Before(c.until) {
+			delete(k.cache, key)
+		}
+	}
+	for key := range k.cache {
+		if len(k.cache) < maxCachedTokens {
+			break
+		}
+		delete(k.cache, key)
+	}
+}
+
+// validate asks Keystone about token (GET /v3/auth/tokens with the token
+// as X-Subject-Token), authenticated with the service token; a refused
+// service token is renewed once.
+func (k *keystone) validate(ctx context.Context, token string, allowExpired bool) (*keystoneToken, error) {
+	for attempt := 0; ; attempt++ {
+		svc, err := k.serviceToken(ctx)
+		if err != nil {
+			return nil, &keystoneUnavailable{err}
+		}
+		u := k.base + "/auth/tokens?nocatalog"
+		if allowExpired {
+			u += "&allow_expired=1"
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, &keystoneUnavailable{err}
+		}
+		req.Header.Set("X-Auth-Token", svc)
+		req.Header.Set("X-Subject-Token", token)
+		// Without it Keystone refuses tokens of restricted application
+		// credentials; the rules are enforced below.
+		req.Header.Set("OpenStack-Identity-Access-Rules", "1")
+		resp, err := k.client.Do(req)
+		if err != nil {
+			return nil, &keystoneUnavailable{err}
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var parsed struct {
+				Token *keystoneToken `json:"token"`
+			}
+			if err := json.Unmarshal(data, &parsed); err != nil || parsed.Token == nil || parsed.Token.User.ID == "" {
+				return nil, errInvalidToken
+			}
+			return parsed.Token, nil
+		case http.StatusNotFound:
+			return nil, errInvalidToken
+		case http.StatusUnauthorized:
+			k.dropServiceToken(svc)
+			if attempt == 0 {
+				continue
+			}
+		}
+		return nil, &keystoneUnavailable{fmt.Errorf("validating a token: %s: %s", resp.Status, bytes.TrimSpace(data))}
+	}
+}
+
+// check returns the token's data if it is valid now (or expired but
+// allowed), for a request to method and path.
+func (k *keystone) check(ctx context.Context, token string, allowExpired bool, r *http.Request, serviceTokenSent bool) (*keystoneToken, error) {
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return nil, errInvalidToken
+	}
+	t, err := k.fetch(ctx, token, allowExpired)
+	if err != nil {
+		return nil, err
+	}
+	if !allowExpired && !k.now().Before(t.ExpiresAt.Time) {
+		return nil, errInvalidToken
+	}
+	if r != nil && !k.accessAllowed(t, r, serviceTokenSent) {
+		return nil, errInvalidToken
+	}
+	return t, nil
+}
+
+// accessAllowed enforces the access rules of a restricted application
+// credential, as keystonemiddleware's validate_allowed_request does (save
+// its check that the service type is in the catalog, which placementd does
+// not fetch).
+func (k *keystone) accessAllowed(t *keystoneToken, r *http.Request, serviceTokenSent bool) bool {
+	if t.AppCred == nil || t.AppCred.AccessRules == nil {
+		return true
+	}
+	if k.cfg.ServiceType == "" {
+		return false
+	}
+	if serviceTokenSent {
+		// A service acting for the user in a chain of requests.
+		return true
+	}
+	for _, rule := range *t.AppCred.AccessRules {
+		if rule.Method == r.Method && rule.Service == k.cfg.ServiceType && accessPathMatches(r.URL.Path, rule.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// accessPathMatches matches a path against an access rule's template:
+// {name} and * match one segment, ** any number.
+func accessPathMatches(path, pattern string) bool {
+	var re strings.Builder
+	re.WriteString("^")
+	for i := 0; i < len(pattern); {
+		switch {
+		case pattern[i] == '{':
+			end := strings.IndexByte(pattern[i:], '}')
+			if end < 0 {
+				return false
+			}
+			re.WriteString(`[^/]+`)
+			i += end + 1
+		case strings.HasPrefix(pattern[i:], "**"):
+			re.WriteString(".*")
+			i += 2
+		case pattern[i] == '*':
+			re.WriteString(`[^/]+`)
+			i++
+		default:
+			re.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+			i++
+		}
+	}
+	re.WriteString("$")
+	ok, err := regexp.MatchString(re.String(), path)
+	return err == nil && ok
+}
+
+// keystoneAuthHeaders are the headers keystonemiddleware sets from a token
+// (WSGI keys), removed from every request so that a caller cannot fake
+// them.
+var keystoneAuthHeaders = func() map[string]bool {
+	keys := map[string]bool{}
+	for _, h := range []string{"X-Service-Catalog", "X-Identity-Status", "X-Service-Identity-Status",
+		"X-Is-Admin-Project", "X-Role", "X-User", "X-Tenant-Id", "X-Tenant-Name", "X-Tenant",
+		"OpenStack-System-Scope"} {
+		keys[envKey(h)] = true
+	}
+	for _, prefix := range []string{"", "-Service"} {
+		for _, h := range []string{"Domain-Id", "Domain-Name", "Project-Id", "Project-Name",
+			"Project-Domain-Id", "Project-Domain-Name", "User-Id", "User-Name", "User-Domain-Id",
+			"User-Domain-Name", "Roles"} {
+			keys[envKey("X"+prefix+"-"+h)] = true
+		}
+	}
+	return keys
+}()
+
+func removeAuthHeaders(h http.Header) {
+	for name := range h {
+		if keystoneAuthHeaders[envKey(name)] {
+			delete(h, name)
+		}
+	}
+}
+
+// setTokenHeaders sets the headers keystonemiddleware derives from a token
+// (prefix "" for the user, "-Service" for a service token); absent values
+// leave their header unset.
+func setTokenHeaders(h http.Header, t *keystoneToken, prefix string) {
+	set := func(name, v string) {
+		if v != "" {
+			h.Set(name, v)
+		}
+	}
+	set("X"+prefix+"-Roles", strings.Join(t.roleNames(), ","))
+	if prefix == "" && t.System != nil && t.System.All {
+		h.Set("OpenStack-System-Scope", "all")
+	}
+	if t.Domain != nil {
+		set("X"+prefix+"-Domain-Id", t.Domain.ID)
+		set("X"+prefix+"-Domain-Name", t.Domain.Name)
+	}
+	if t.Project != nil {
+		set("X"+prefix+"-Project-Id", t.Project.ID)
+		set("X"+prefix+"-Project-Name", t.Project.Name)
+		set("X"+prefix+"-Project-Domain-Id", t.Project.Domain.ID)
+		set("X"+prefix+"-Project-Domain-Name", t.Project.Domain.Name)
+	}
+	set("X"+prefix+"-User-Id", t.User.ID)
+	set("X"+prefix+"-User-Name", t.User.Name)
+	set("X"+prefix+"-User-Domain-Id", t.User.Domain.ID)
+	set("X"+prefix+"-User-Domain-Name", t.User.Domain.Name)
+	if prefix != "" {
+		return
+	}
+	isAdmin := "True"
+	if t.IsAdminProject != nil && !*t.IsAdminProject {
+		isAdmin = "False"
+	}
+	h.Set("X-Is-Admin-Project", isAdmin)
+	// The deprecated names keystonemiddleware still sets.
+	for old, cur := range map[string]string{"X-Role": "X-Roles", "X-User": "X-User-Name",
+		"X-Tenant-Id": "X-Project-Id", "X-Tenant-Name": "X-Project-Name", "X-Tenant": "X-Project-Name"} {
+		set(old, h.Get(cur))
+	}
+}
+
+// keystoneAuth is upstream's PlacementAuthProtocol (keystonemiddleware's
+// auth_token, which lets / through) followed by PlacementKeystoneContext:
+// the request's token is validated against Keystone and the credentials
+// come from it, never from headers the caller sent.
+func (s *Server) keystoneAuth(next http.Handler) http.Handler {
+	k := s.keystone
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		removeAuthHeaders(r.Header)
+		if r.URL.Path == "/" || r.URL.Path == "" {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credsKey{}, contextFromHeaders(r.Header))))
+			return
+		}
+		var user, service *keystoneToken
+		var err error
+		serviceToken, hasService := envHeader(r.Header, "HTTP_X_SERVICE_TOKEN")
+		allowExpired := false
+		if hasService {
+			service, err = k.check(r.Context(), serviceToken, false, nil, false)
+			if err == nil {
+				allowExpired = hasAnyRole(service.roleNames(), k.cfg.ServiceTokenRoles)
+			}
+		}
+		if err == nil {
+			userToken, ok := envHeader(r.Header, "HTTP_X_AUTH_TOKEN")
+			if !ok {
+				userToken, _ = envHeader(r.Header, "HTTP_X_STORAGE_TOKEN")
+			}
+			user, err = k.check(r.Context(), userToken, allowExpired, r, hasService)
+		}
+		var unavailable *keystoneUnavailable
+		switch {
+		case errors.As(err, &unavailable):
+			s.cfg.Logger.Error("unable to validate token", "error", err, "request_id", infoOf(r).id)
+			renderError(w, r, http.StatusServiceUnavailable, "The Keystone service is temporarily unavailable.", "", formatWebobJSON)
+			return
+		case err != nil:
+			s.cfg.Logger.Info("rejecting request", "reason", err.Error(), "request_id", infoOf(r).id)
+			k.reject(w)
+			return
+		}
+		r.Header.Set("X-Identity-Status", "Confirmed")
+		setTokenHeaders(r.Header, user, "")
+		if service != nil {
+			r.Header.Set("X-Service-Identity-Status", "Confirmed")
+			setTokenHeaders(r.Header, service, "-Service")
+		}
+		c := contextFromHeaders(r.Header)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credsKey{}, c)))
+	})
+}
+
+// reject is keystonemiddleware's 401, body and headers as it sends them.
+func (k *keystone) reject(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("WWW-Authenticate", `Keystone uri="`+k.cfg.WWWAuthenticateURI+`"`)
+	h.Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	io.WriteString(w, `{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`)
+}
+
+func hasAnyRole(have, want []string) bool {
+	for _, h := range have {
+		for _, w := range want {
+			if h == w {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,456 @@
+package state
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+)
+
+// Imports (`placementd import`) load a whole state, read from an export
+// document or from a running upstream Placement, in a bounded number of
+// log entries: each entry is an ImportChunk carrying many objects at once,
+// with their uuids, names, identifiers and generations as the source had
+// them.
+
+func init() {
+	RegisterCommand(func() Command { return &ImportChunk{} })
+}
+
+// ImportChunk adds part of an imported state. The first chunk of an import
+// (First) requires a store holding nothing but the standard classes and
+// traits, or, with Replace, discards what the store holds. A chunk may refer
+// to what earlier chunks, or itself, bring (a provider's parent, an
+// inventory's class, an allocation's provider), in any order within it.
+//
+// Identifiers (provider, class and consumer type IDs) are kept when given
+// and assigned in list order when zero. A zero creation time becomes the
+// import's time; a provider's or consumer's zero update time becomes its
+// creation time (what creating it would have set). The Next* counters,
+// when given, raise the store's counters, so that a state exported from
+// placementd keeps the identifiers its deleted objects used up.
+type ImportChunk struct {
+	First   bool `json:",omitempty"`
+	Replace bool `json:",omitempty"`
+
+	CustomClasses []ResourceClass `json:",omitempty"`
+	CustomTraits  []Trait         `json:",omitempty"`
+	ConsumerTypes []ConsumerType  `json:",omitempty"`
+	Providers     []ProviderImage `json:",omitempty"`
+	Consumers     []ConsumerImage `json:",omitempty"`
+
+	NextProviderID     int64 `json:",omitempty"`
+	NextClassID        int   `json:",omitempty"`
+	NextConsumerTypeID int   `json:",omitempty"`
+}
+
+func (c *ImportChunk) Kind() string { return "import.chunk" }
+
+// ImportResult counts what a chunk added.
+type ImportResult struct {
+	CustomClasses int `json:"custom_classes"`
+	CustomTraits  int `json:"custom_traits"`
+	ConsumerTypes int `json:"consumer_types"`
+	Providers     int `json:"providers"`
+	Consumers     int `json:"consumers"`
+	Allocations   int `json:"allocations"`
+}
+
+// Contents counts what a store holds besides the standard classes and
+// traits.
+type Contents struct {
+	Providers     int `json:"providers"`
+	CustomClasses int `json:"custom_classes"`
+	CustomTraits  int `json:"custom_traits"`
+	ConsumerTypes int `json:"consumer_types"`
+	Consumers     int `json:"consumers"`
+}
+
+// Empty reports whether there is nothing but the standard classes and
+// traits.
+func (c Contents) Empty() bool { return c == Contents{} }
+
+func (c Contents) String() string {
+	return fmt.Sprintf("%d resource providers, %d custom resource classes, %d custom traits, %d consumer types, %d consumers",
+		c.Providers, c.CustomClasses, c.CustomTraits, c.ConsumerTypes, c.Consumers)
+}
+
+// Contents counts the store's objects.
+func (s *Store) Contents() Contents {
+	c := Contents{Providers: len(s.Providers), ConsumerTypes: len(s.ConsumerTypes), Consumers: len(s.Consumers)}
+	for _, rc := range s.Classes {
+		if !rc.Standard() {
+			c.CustomClasses++
+		}
+	}
+	for _, t := range s.Traits {
+		if !t.Standard {
+			c.CustomTraits++
+		}
+	}
+	return c
+}
+
+var (
+	customNamePattern   = regexp.MustCompile(`^CUSTOM_[A-Z0-9_]+$`)
+	consumerTypePattern = regexp.MustCompile(`^[A-Z0-9_]+$`)
+	uuidPattern         = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+)
+
+func (c *ImportChunk) Apply(s *Store, m Meta) (any, error) {
+	base := s
+	if c.First && c.Replace {
+		// Validate and build against an empty store, swapped in at the
+		// end: a rejected chunk leaves the old state in place.
+		base = New()
+	} else if c.First {
+		if got := s.Contents(); !got.Empty() {
+			return nil, Conflictf(CodeDefault, "The state is not empty (%s): import into an empty cluster, or replace its state.", got)
+		}
+	}
+	plan, err := c.plan(base)
+	if err != nil {
+		return nil, err
+	}
+	res := plan.apply(base, c, m)
+	if base != s {
+		s.replaceWith(base)
+	}
+	// Imported IDs may lie below NextProviderID: the ordering cache's
+	// staleness test does not hold across an import.
+	s.order.p.Store(nil)
+	return res, nil
+}
+
+// replaceWith makes s hold fresh's state (LastIndex is the log's, kept).
+func (s *Store) replaceWith(fresh *Store) {
+	s.Providers, s.ProviderByName, s.Children = fresh.Providers, fresh.ProviderByName, fresh.Children
+	s.AggregateIndex, s.TraitIndex, s.ProviderConsumers = fresh.AggregateIndex, fresh.TraitIndex, fresh.ProviderConsumers
+	s.Classes, s.Traits, s.ConsumerTypes = fresh.Classes, fresh.Traits, fresh.ConsumerTypes
+	s.Consumers, s.Usage = fresh.Consumers, fresh.Usage
+	s.NextProviderID, s.NextClassID, s.NextConsumerTypeID = fresh.NextProviderID, fresh.NextClassID, fresh.NextConsumerTypeID
+}
+
+// importPlan is a validated chunk with every identifier decided.
+type importPlan struct {
+	classIDs    []int
+	typeIDs     []int
+	providerIDs []int64
+	roots       map[string]string // provider uuid -> root uuid
+	nextProv    int64
+	nextClass   int
+	nextType    int
+}
+
+func importError(format string, args ...any) *Error {
+	return Errorf("Invalid import: "+format, args...)
+}
+
+// plan checks the whole chunk against s without changing anything.
+func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
+	pl := &importPlan{nextProv: s.NextProviderID, nextClass: s.NextClassID, nextType: s.NextConsumerTypeID}
+
+	// Resource classes.
+	classIDs := map[int]bool{}
+	for _, rc := range s.Classes {
+		classIDs[rc.ID] = true
+	}
+	newClasses := map[string]bool{}
+	for _, rc := range c.CustomClasses {
+		if !customNamePattern.MatchString(rc.Name) || len(rc.Name) > 255 {
+			return nil, importError("resource class %q is not a valid custom class name.", rc.Name)
+		}
+		if s.Classes[rc.Name] != nil || newClasses[rc.Name] {
+			return nil, importError("resource class %s already exists.", rc.Name)
+		}
+		id := rc.ID
+		if id == 0 {
+			id = pl.nextClass
+		}
+		if id < MinCustomClassID || classIDs[id] {
+			return nil, importError("resource class %s: identifier %d is taken or below %d.", rc.Name, id, MinCustomClassID)
+		}
+		classIDs[id], newClasses[rc.Name] = true, true
+		pl.classIDs = append(pl.classIDs, id)
+		pl.nextClass = max(pl.nextClass, id+1)
+	}
+	hasClass := func(name string) bool { return s.Classes[name] != nil || newClasses[name] }
+
+	// Traits.
+	newTraits := map[string]bool{}
+	for _, t := range c.CustomTraits {
+		if !customNamePattern.MatchString(t.Name) || len(t.Name) > 255 {
+			return nil, importError("trait %q is not a valid custom trait name.", t.Name)
+		}
+		if s.Traits[t.Name] != nil || newTraits[t.Name] {
+			return nil, importError("trait %s already exists.", t.Name)
+		}
+		newTraits[t.Name] = true
+	}
+	hasTrait := func(name string) bool { return s.Traits[name] != nil || newTraits[name] }
+
+	// Consumer types.
+	typeIDs := map[int]bool{}
+	for _, ct := range s.ConsumerTypes {
+		typeIDs[ct.ID] = true
+	}
+	newTypes := map[string]bool{}
+	for _, ct := range c.ConsumerTypes {
+		if !consumerTypePattern.MatchString(ct.Name) || len(ct.Name) > 255 {
+			return nil, importError("consumer type %q is not a valid consumer type name.", ct.Name)
+		}
+		if s.ConsumerTypes[ct.Name] != nil || newTypes[ct.Name] {
+			return nil, importError("consumer type %s already exists.", ct.Name)
+		}
+		id := ct.ID
+		if id == 0 {
+			id = pl.nextType
+		}
+		if id < 1 || typeIDs[id] {
+			return nil, importError("consumer type %s: identifier %d is taken or invalid.", ct.Name, id)
+		}
+		typeIDs[id], newTypes[ct.Name] = true, true
+		pl.typeIDs = append(pl.typeIDs, id)
+		pl.nextType = max(pl.nextType, id+1)
+	}
+
+	// Providers: everything but the tree first, then the tree, whose
+	// parents may come later in the chunk.
+	provIDs := map[int64]bool{}
+	for _, p := range s.Providers {
+		provIDs[p.ID] = true
+	}
+	newProvs := make(map[string]*ProviderImage, len(c.Providers))
+	newNames := map[string]bool{}
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		if !uuidPattern.MatchString(p.UUID) {
+			return nil, importError("resource provider uuid %q is not a canonical uuid.", p.UUID)
+		}
+		if s.Providers[p.UUID] != nil || newProvs[p.UUID] != nil {
+			return nil, importError("resource provider %s already exists.", p.UUID)
+		}
+		if p.Name == "" || len(p.Name) > 200 {
+			return nil, importError("resource provider %s: a name of 1 to 200 characters is required.", p.UUID)
+		}
+		if _, taken := s.ProviderByName[p.Name]; taken || newNames[p.Name] {
+			return nil, importError("resource provider name %q is taken.", p.Name)
+		}
+		if p.Generation < 0 {
+			return nil, importError("resource provider %s: negative generation.", p.UUID)
+		}
+		id := p.ID
+		if id == 0 {
+			id = pl.nextProv
+		}
+		if id < 1 || provIDs[id] {
+			return nil, importError("resource provider %s: identifier %d is taken or invalid.", p.UUID, id)
+		}
+		provIDs[id], newNames[p.Name], newProvs[p.UUID] = true, true, p
+		pl.providerIDs = append(pl.providerIDs, id)
+		pl.nextProv = max(pl.nextProv, id+1)
+		seen := map[string]bool{}
+		for _, inv := range p.Inventories {
+			if !hasClass(inv.Class) {
+				return nil, importError("resource provider %s: inventory of unknown resource class %s.", p.UUID, inv.Class)
+			}
+			if seen[inv.Class] {
+				return nil, importError("resource provider %s: two inventories of %s.", p.UUID, inv.Class)
+			}
+			seen[inv.Class] = true
+			if msg := checkImportedInventory(&inv.Inventory); msg != "" {
+				return nil, importError("resource provider %s: inventory of %s: %s.", p.UUID, inv.Class, msg)
+			}
+		}
+		for _, t := range p.Traits {
+			if !hasTrait(t) {
+				return nil, importError("resource provider %s: unknown trait %s.", p.UUID, t)
+			}
+		}
+		for _, a := range p.Aggregates {
+			if !uuidPattern.MatchString(a) {
+				return nil, importError("resource provider %s: aggregate %q is not a canonical uuid.", p.UUID, a)
+			}
+		}
+	}
+	pl.roots = make(map[string]string, len(c.Providers))
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		root, msg := importRoot(s, newProvs, p.UUID)
+		if msg != "" {
+			return nil, importError("resource provider %s: %s.", p.UUID, msg)
+		}
+		if p.RootUUID != "" && p.RootUUID != root {
+			return nil, importError("resource provider %s: root provider is %s, not %s.", p.UUID, root, p.RootUUID)
+		}
+		pl.roots[p.UUID] = root
+	}
+	hasInventory := func(provider, class string) bool {
+		if p := s.Providers[provider]; p != nil {
+			return p.Inventories[class] != nil
+		}
+		if p := newProvs[provider]; p != nil {
+			for _, inv := range p.Inventories {
+				if inv.Class == class {
+					return true
+				}
+			}
+		}
+		return false
+	}
+
+	// Consumers.
+	newConsumers := map[string]bool{}
+	for i := range c.Consumers {
+		con := &c.Consumers[i]
+		if !uuidPattern.MatchString(con.UUID) {
+			return nil, importError("consumer uuid %q is not a canonical uuid.", con.UUID)
+		}
+		if s.Consumers[con.UUID] != nil || newConsumers[con.UUID] {
+			return nil, importError("consumer %s already exists.", con.UUID)
+		}
+		newConsumers[con.UUID] = true
+		if con.ProjectID == "" || con.UserID == "" || len(con.ProjectID) > 255 || len(con.UserID) > 255 {
+			return nil, importError("consumer %s: a project and a user of 1 to 255 characters are required.", con.UUID)
+		}
+		if con.Type != "" && s.ConsumerTypes[con.Type] == nil && !newTypes[con.Type] {
+			return nil, importError("consumer %s: unknown consumer type %s.", con.UUID, con.Type)
+		}
+		if con.Generation < 0 {
+			return nil, importError("consumer %s: negative generation.", con.UUID)
+		}
+		seen := map[usageSlot]bool{}
+		for _, a := range con.Allocations {
+			slot := usageSlot{a.ProviderUUID, a.Class}
+			if seen[slot] {
+				return nil, importError("consumer %s: two allocations of %s on %s.", con.UUID, a.Class, a.ProviderUUID)
+			}
+			seen[slot] = true
+			if a.Used < 1 || a.Used > MaxInt {
+				return nil, importError("consumer %s: allocation of %d %s.", con.UUID, a.Used, a.Class)
+			}
+			if !hasInventory(a.ProviderUUID, a.Class) {
+				return nil, importError("consumer %s: allocation of %s on %s, which has no such inventory.", con.UUID, a.Class, a.ProviderUUID)
+			}
+		}
+	}
+
+	pl.nextProv = max(pl.nextProv, c.NextProviderID)
+	pl.nextClass = max(pl.nextClass, c.NextClassID)
+	pl.nextType = max(pl.nextType, c.NextConsumerTypeID)
+	return pl, nil
+}
+
+// importRoot follows a provider's parents through the chunk and the store
+// to its root; msg explains a missing parent or a loop.
+func importRoot(s *Store, chunk map[string]*ProviderImage, uuid string) (root, msg string) {
+	cur := uuid
+	for steps := 0; steps <= len(chunk); steps++ {
+		p := chunk[cur]
+		if p == nil {
+			// Reached the store, whose providers know their root.
+			return s.Providers[cur].RootUUID, ""
+		}
+		if p.ParentUUID == "" {
+			return cur, ""
+		}
+		if chunk[p.ParentUUID] == nil && s.Providers[p.ParentUUID] == nil {
+			return "", fmt.Sprintf("parent provider %s does not exist", p.ParentUUID)
+		}
+		cur = p.ParentUUID
+	}
+	return "", "its parents form a loop"
+}
+
+// checkImportedInventory holds an inventory to upstream's schema bounds,
+// which the rest of the state relies on (step_size divides, for one).
+func checkImportedInventory(inv *Inventory) string {
+	switch {
+	case inv.Total < 0 || inv.Total > MaxInt || inv.Reserved < 0 || inv.Reserved > MaxInt:
+		return "total or reserved out of range"
+	case inv.MinUnit < 1 || inv.MinUnit > MaxInt || inv.MaxUnit < 1 || inv.MaxUnit > MaxInt:
+		return "min_unit or max_unit out of range"
+	case inv.StepSize < 1 || inv.StepSize > MaxInt:
+		return "step_size out of range"
+	case math.IsNaN(inv.AllocationRatio) || math.IsInf(inv.AllocationRatio, 0):
+		return "allocation_ratio is not a number"
+	}
+	return ""
+}
+
+func orTime(t, dflt time.Time) time.Time {
+	if t.IsZero() {
+		return dflt
+	}
+	return t
+}
+
+// apply makes a validated chunk so.
+func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
+	var res ImportResult
+	for i, rc := range c.CustomClasses {
+		s.Classes[rc.Name] = &ResourceClass{ID: pl.classIDs[i], Name: rc.Name, Created: orTime(rc.Created, m.Time), Updated: rc.Updated}
+		res.CustomClasses++
+	}
+	for _, t := range c.CustomTraits {
+		s.Traits[t.Name] = &Trait{Name: t.Name, Created: orTime(t.Created, m.Time), Updated: t.Updated}
+		res.CustomTraits++
+	}
+	for i, ct := range c.ConsumerTypes {
+		s.ConsumerTypes[ct.Name] = &ConsumerType{ID: pl.typeIDs[i], Name: ct.Name, Created: orTime(ct.Created, m.Time), Updated: ct.Updated}
+		res.ConsumerTypes++
+	}
+	for i := range c.Providers {
+		pi := &c.Providers[i]
+		created := orTime(pi.Created, m.Time)
+		p := &Provider{
+			ID: pl.providerIDs[i], UUID: pi.UUID, Name: pi.Name, Generation: pi.Generation,
+			ParentUUID: pi.ParentUUID, RootUUID: pl.roots[pi.UUID],
+			Created: created, Updated: orTime(pi.Updated, created),
+			Inventories: make(map[string]*Inventory, len(pi.Inventories)),
+			Traits:      make(map[string]bool, len(pi.Traits)),
+			Aggregates:  make(map[string]bool, len(pi.Aggregates)),
+			Usages:      map[string]int64{},
+		}
+		for _, ii := range pi.Inventories {
+			inv := ii.Inventory
+			inv.Created = orTime(inv.Created, m.Time)
+			p.Inventories[ii.Class] = &inv
+		}
+		for _, t := range pi.Traits {
+			p.Traits[t] = true
+			addToSet(s.TraitIndex, t, p.UUID)
+		}
+		for _, a := range pi.Aggregates {
+			p.Aggregates[a] = true
+			addToSet(s.AggregateIndex, a, p.UUID)
+		}
+		s.Providers[p.UUID] = p
+		s.ProviderByName[p.Name] = p.UUID
+		res.Providers++
+	}
+	// Parents may have come after their children in the chunk: link the
+	// tree once every provider is in.
+	for i := range c.Providers {
+		if pi := &c.Providers[i]; pi.ParentUUID != "" {
+			addToSet(s.Children, pi.ParentUUID, pi.UUID)
+		}
+	}
+	for i := range c.Consumers {
+		ci := &c.Consumers[i]
+		con := ci.Consumer
+		con.Created = orTime(con.Created, m.Time)
+		con.Updated = orTime(con.Updated, con.Created)
+		con.Allocations = append([]Allocation(nil), ci.Allocations...)
+		for j := range con.Allocations {
+			con.Allocations[j].Created = orTime(con.Allocations[j].Created, m.Time)
+		}
+		s.sortAllocations(con.Allocations)
+		s.Consumers[con.UUID] = &con
+		s.indexConsumer(&con, +1)
+		res.Consumers++
+		res.Allocations += len(con.Allocations)
+	}
+	s.NextProviderID, s.NextClassID, s.NextConsumerTypeID = pl.nextProv, pl.nextClass, pl.nextType
+	return res
+}

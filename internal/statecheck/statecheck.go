@@ -1,0 +1,116 @@
+// Package statecheck holds the checks the fuzz tests and the fault
+// harness make of a placement state: its digest without the Raft index
+// (so that a rejected command, which still advances the index, can be
+// seen to have changed nothing) and the consistency of the indexes the
+// store maintains incrementally with the ones Load rebuilds from scratch.
+package statecheck
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/snapshot"
+)
+
+// Digest hashes the state, leaving out the index of the last command
+// applied.
+func Digest(s *state.Store) string {
+	img := s.Image()
+	img.LastIndex = 0
+	return snapshot.Digest(img)
+}
+
+// Consistent reports how s differs from the store Load rebuilds from its
+// image: an index the writes maintain (usages, provider consumers,
+// project usages, trait and aggregate membership, names, children) that
+// drifted from the data, or an image that does not load back the same.
+// It also refuses negative usages.
+func Consistent(s *state.Store) error {
+	img := s.Image()
+	fresh, err := state.Load(img)
+	if err != nil {
+		return fmt.Errorf("the store's own image does not load: %w", err)
+	}
+	if a, b := snapshot.Digest(img), snapshot.Digest(fresh.Image()); a != b {
+		return fmt.Errorf("image does not round-trip: digest %s, reloaded %s", a, b)
+	}
+	for _, ix := range []struct {
+		name      string
+		got, want any
+	}{
+		{"ProviderByName", s.ProviderByName, fresh.ProviderByName},
+		{"Children", sets(s.Children), sets(fresh.Children)},
+		{"AggregateIndex", sets(s.AggregateIndex), sets(fresh.AggregateIndex)},
+		{"TraitIndex", sets(s.TraitIndex), sets(fresh.TraitIndex)},
+		{"ProviderConsumers", sets(s.ProviderConsumers), sets(fresh.ProviderConsumers)},
+		{"provider usages", providerUsages(s), providerUsages(fresh)},
+		{"project usages", usages(s), usages(fresh)},
+	} {
+		if !reflect.DeepEqual(ix.got, ix.want) {
+			return fmt.Errorf("index %s drifted:\n have %v\n want %v", ix.name, ix.got, ix.want)
+		}
+	}
+	for u, p := range s.Providers {
+		for class, used := range p.Usages {
+			if used < 0 {
+				return fmt.Errorf("provider %s: negative usage %d of %s", u, used, class)
+			}
+		}
+	}
+	return nil
+}
+
+// sets drops empty sets, which mean the same as absent ones.
+func sets(m map[string]map[string]bool) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for k, set := range m {
+		if len(set) == 0 {
+			continue
+		}
+		c := map[string]bool{}
+		for member, in := range set {
+			if in {
+				c[member] = true
+			}
+		}
+		out[k] = c
+	}
+	return out
+}
+
+func nonZero(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func providerUsages(s *state.Store) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for u, p := range s.Providers {
+		if used := nonZero(p.Usages); len(used) > 0 {
+			out[u] = used
+		}
+	}
+	return out
+}
+
+type totals struct {
+	Consumers int
+	Used      map[string]int64
+}
+
+func usages(s *state.Store) map[state.UsageKey]totals {
+	out := map[state.UsageKey]totals{}
+	for k, t := range s.Usage {
+		if t == nil || (t.Consumers == 0 && len(nonZero(t.Used)) == 0) {
+			continue
+		}
+		out[k] = totals{t.Consumers, nonZero(t.Used)}
+	}
+	return out
+}

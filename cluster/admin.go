@@ -24,6 +24,7 @@ import (
 //	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter"}
 //	POST /_cluster/remove    {"id"}
 //	GET  /_cluster/snapshot  a consistent placement snapshot (backup)
+//	GET|POST /_cluster/import  state contents | apply an import chunk (import.go)
 
 // NodeStatus is what a node reports about itself.
 type NodeStatus struct {
@@ -142,6 +143,8 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 		h.toLeader(w, r, http.HandlerFunc(h.join))
 	case "POST /_cluster/remove":
 		h.toLeader(w, r, http.HandlerFunc(h.remove))
+	case "GET /_cluster/import", "POST /_cluster/import":
+		h.toLeader(w, r, http.HandlerFunc(h.importEndpoint))
 	case "GET /_cluster/snapshot":
 		h.toLeader(w, r, http.HandlerFunc(h.snapshot))
 	default:

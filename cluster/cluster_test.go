@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/snapshot"
 )
 
@@ -415,4 +416,45 @@ func TestConcurrentWritesThroughAllNodes(t *testing.T) {
 	if custom != 90 {
 		t.Fatalf("%d custom classes, want 90", custom)
 	}
+}
+
+// A leader that stops taking writes for a graceful stop refuses them as
+// certainly not applied; writes reaching it (directly or forwarded) wait
+// for the next leader and are served there, so none ends unknown.
+func TestStopWritesHandsWritesOver(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	old := c.leader()
+	f := c.followers()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := old.node.StopWrites(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.node.Apply(ctx, &state.CreateResourceClass{Name: "CUSTOM_REFUSED"}); !errors.Is(err, cluster.ErrNotLeader) {
+		t.Fatalf("Apply after StopWrites: %v, want ErrNotLeader", err)
+	}
+	type answer struct {
+		via string
+		r   response
+	}
+	answers := make(chan answer, 2)
+	for i, n := range []*testNode{old, f[0]} {
+		go func() {
+			answers <- answer{n.id, do(t, n, "PUT", fmt.Sprintf("/resource_classes/CUSTOM_HANDED_%d", i), nil)}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // both are waiting for a new leader
+	if err := old.node.TransferLeadership(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		a := <-answers
+		if a.r.status != 201 || a.r.header.Get(cluster.ServedByHeader) == old.id {
+			t.Errorf("write via %s during the hand-over: %d served by %q: %s", a.via, a.r.status, a.r.header.Get(cluster.ServedByHeader), a.r.body)
+		}
+	}
+	if r := do(t, f[1], "GET", "/resource_classes/CUSTOM_REFUSED", nil); r.status != 404 {
+		t.Errorf("the refused write was applied: %d", r.status)
+	}
+	c.converged()
 }

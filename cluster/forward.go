@@ -25,7 +25,11 @@ const (
 	hopsHeader = "X-Placementd-Forwarded-Hops"
 	// ServedByHeader names the node whose API produced the response.
 	ServedByHeader = "X-Placementd-Served-By"
-	maxHops        = 2
+	// NotAppliedHeader marks a 503 whose write certainly did not reach the
+	// log (the node was not, or no longer, leading): a forwarding node
+	// sends it again to the next leader instead of relaying the 503.
+	NotAppliedHeader = "X-Placementd-Not-Applied"
+	maxHops          = 2
 )
 
 // HandlerOptions configure the cluster front of the API.
@@ -52,7 +56,6 @@ type Handler struct {
 	opts     HandlerOptions
 	client   *http.Client
 	draining atomic.Bool
-	inflight atomic.Int64
 }
 
 // Handler builds the cluster front of api.
@@ -84,13 +87,11 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 func (h *Handler) SetDraining(v bool) { h.draining.Store(v) }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.inflight.Add(1)
-	defer h.inflight.Add(-1)
 	if strings.HasPrefix(r.URL.Path, "/_cluster/") {
 		h.admin(w, r)
 		return
 	}
-	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.EqualFold(r.Header.Get(StaleReadHeader), "true") {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (brokenLocalReads || strings.EqualFold(r.Header.Get(StaleReadHeader), "true")) {
 		w.Header().Set(ServedByHeader, h.node.ID())
 		h.api.ServeHTTP(w, r.WithContext(WithStaleRead(r.Context())))
 		return
@@ -111,7 +112,12 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 	deadline := time.Now().Add(h.opts.LeaderWait)
 	for {
 		id, addr := h.node.Leader()
-		if id == h.node.ID() || hops >= maxHops || (id == "" && time.Now().After(deadline)) {
+		// A leader that stopped taking writes for a graceful stop holds
+		// them until the next leader is known, then forwards them.
+		handingOver := id == h.node.ID() && isWrite(r) && h.node.WritesStopped() && !h.node.Alone() && !time.Now().After(deadline)
+		if handingOver {
+			addr = ""
+		} else if id == h.node.ID() || hops >= maxHops || (id == "" && time.Now().After(deadline)) {
 			// The local API answers 503 (with Retry-After, in Placement's
 			// error format) when it turns out not to lead after all.
 			if bodyRead {
@@ -132,14 +138,26 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 				bodyRead = true
 			}
 			resp, err := h.send(r, addr, body, hops+1)
+			if err == nil && resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(NotAppliedHeader) != "" &&
+				!time.Now().After(deadline) {
+				// Refused before the log: safe to send to the next leader.
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				err = errNotApplied
+			}
 			if err == nil {
+				if h.draining.Load() {
+					// Let the peer open a new connection to whoever
+					// leads next rather than reuse one this node closes.
+					w.Header().Set("Connection", "close")
+				}
 				relay(w, resp)
 				return
 			}
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
-			safe := r.Method == http.MethodGet || r.Method == http.MethodHead || isDialError(err)
+			safe := !isWrite(r) || isDialError(err) || errors.Is(err, errNotApplied)
 			if !safe {
 				h.opts.Logger.Warn("forwarded write lost with the leader", "leader", id, "error", err)
 				writeUnavailable(w, "The leader was lost while carrying out the request; its outcome is unknown. Retry it: generations make a retry safe.", true)
@@ -197,6 +215,12 @@ func relay(w http.ResponseWriter, resp *http.Response) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
+}
+
+var errNotApplied = errors.New("the leader refused the write before appending it")
+
+func isWrite(r *http.Request) bool {
+	return r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
 }
 
 func isDialError(err error) bool {

@@ -112,34 +112,7 @@ func TestIntegrationClaimsSurviveLeaderKill(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	nodes := make([]*procNode, 3)
-	for i := range nodes {
-		id := fmt.Sprintf("p%d", i+1)
-		logf, err := os.Create(filepath.Join(dir, id+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = &procNode{id: id, httpAddr: freePort(t), raftAddr: freePort(t),
-			dataDir: filepath.Join(dir, id), log: logf}
-		if i > 0 {
-			nodes[i].join = nodes[0].httpAddr
-		}
-	}
-	t.Cleanup(func() {
-		for _, n := range nodes {
-			n.kill()
-			n.log.Close()
-		}
-		if t.Failed() {
-			for _, n := range nodes {
-				b, _ := os.ReadFile(n.log.Name())
-				t.Logf("--- log of %s:\n%s", n.id, b)
-			}
-		}
-	})
-	for _, n := range nodes {
-		n.start(t, bin)
-	}
+	nodes := startProcs(t, bin, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	status := waitHealthy(t, ctx, nodes, 3)
@@ -310,6 +283,126 @@ func run(t *testing.T, bin string, args ...string) {
 		t.Fatalf("placementd %v: %v\n%s", args, err, out)
 	}
 	t.Logf("placementd %s: %s", args[:2], bytes.TrimSpace(out))
+}
+
+// startProcs starts p1 (a new cluster) and p2, p3 joining it.
+func startProcs(t *testing.T, bin, dir string) []*procNode {
+	nodes := make([]*procNode, 3)
+	for i := range nodes {
+		id := fmt.Sprintf("p%d", i+1)
+		logf, err := os.Create(filepath.Join(dir, id+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = &procNode{id: id, httpAddr: freePort(t), raftAddr: freePort(t),
+			dataDir: filepath.Join(dir, id), log: logf}
+		if i > 0 {
+			nodes[i].join = nodes[0].httpAddr
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.kill()
+			n.log.Close()
+		}
+		if t.Failed() {
+			for _, n := range nodes {
+				b, _ := os.ReadFile(n.log.Name())
+				t.Logf("--- log of %s:\n%s", n.id, b)
+			}
+		}
+	})
+	for _, n := range nodes {
+		n.start(t, bin)
+	}
+	return nodes
+}
+
+// TestIntegrationGracefulLeaderStop stops the leader with SIGTERM while
+// claims flow through the followers: none of them fails, the leader
+// hands over and leaves, and joins again when restarted.
+func TestIntegrationGracefulLeaderStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: builds and runs placementd processes")
+	}
+	bin := buildBinary(t)
+	nodes := startProcs(t, bin, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st := waitHealthy(t, ctx, nodes, 3)
+	var leader *procNode
+	var followers []*procNode
+	for _, n := range nodes {
+		if n.id == st.Leader {
+			leader = n
+		} else {
+			followers = append(followers, n)
+		}
+	}
+	rp := uuid.NewString()
+	if code, body, err := placement("POST", followers[0].httpAddr, "/resource_providers", map[string]any{"name": "rp", "uuid": rp}, false); err != nil || code != 200 {
+		t.Fatalf("create provider: %d %s %v", code, body, err)
+	}
+	if code, body, err := placement("PUT", followers[1].httpAddr, "/resource_providers/"+rp+"/inventories",
+		map[string]any{"resource_provider_generation": 0, "inventories": map[string]any{"VCPU": map[string]any{"total": 100000}}}, false); err != nil || code != 200 {
+		t.Fatalf("set inventory: %d %s %v", code, body, err)
+	}
+
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, body, err := placement("PUT", followers[(w+i)%2].httpAddr, "/allocations/"+uuid.NewString(), map[string]any{
+					"allocations": map[string]any{rp: map[string]any{"resources": map[string]int{"VCPU": 1}}},
+					"project_id":  "p", "user_id": "u", "consumer_generation": nil,
+				}, false)
+				key := strconv.Itoa(code)
+				if err != nil {
+					key = err.Error()
+				} else if code != 204 {
+					key += " " + string(body)
+				}
+				mu.Lock()
+				outcomes[key]++
+				mu.Unlock()
+			}
+		}(w)
+	}
+	time.Sleep(time.Second)
+	leader.cmd.Process.Signal(syscall.SIGTERM)
+	err := leader.cmd.Wait()
+	leader.cmd = nil
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Errorf("the leader exited with %v after SIGTERM", err)
+	}
+	t.Logf("outcomes: %v", outcomes)
+	for k, n := range outcomes {
+		if k != "204" {
+			t.Errorf("%d claims through followers answered %s", n, k)
+		}
+	}
+	st = waitHealthy(t, ctx, followers, 2)
+	if len(st.Members) != 2 {
+		t.Errorf("the stopped leader did not leave: %+v", st.Members)
+	}
+	// Restarted without --join, it joins again through the peers it
+	// remembered.
+	leader.start(t, bin)
+	waitHealthy(t, ctx, nodes, 3)
+	waitConverged(t, ctx, nodes)
 }
 
 func leaderOf(t *testing.T, ctx context.Context, nodes []*procNode) cluster.ClusterStatus {

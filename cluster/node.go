@@ -66,6 +66,18 @@ type Node struct {
 	mu          sync.Mutex
 	readyTerm   uint64 // term whose barrier has completed
 	barrierWait chan struct{}
+
+	// Concurrent reads share leadership checks (see verifyLeader).
+	vmu      sync.Mutex
+	vnext    *verifyRound
+	vrunning bool
+
+	// The write gate: StopWrites closes it so that a leader about to hand
+	// over takes no new command and waits for those already proposed,
+	// whose outcome would otherwise turn unknown with the transfer.
+	gate       sync.RWMutex
+	gateClosed bool
+	proposing  sync.WaitGroup
 }
 
 // Open starts a node over f with the configured stores.
@@ -210,6 +222,14 @@ func (n *Node) Apply(ctx context.Context, cmd state.Command) (any, error) {
 	if err := n.awaitLeadership(ctx); err != nil {
 		return nil, err
 	}
+	n.gate.RLock()
+	if n.gateClosed {
+		n.gate.RUnlock()
+		return nil, ErrNotLeader
+	}
+	n.proposing.Add(1)
+	n.gate.RUnlock()
+	defer n.proposing.Done()
 	fut := n.Raft.Apply(data, n.cfg.ApplyTimeout)
 	if err := fut.Error(); err != nil {
 		switch {
@@ -226,6 +246,31 @@ func (n *Node) Apply(ctx context.Context, cmd state.Command) (any, error) {
 		return nil, fmt.Errorf("fsm returned %T", fut.Response())
 	}
 	return res.Value, res.Err
+}
+
+// StopWrites makes Apply refuse new commands with ErrNotLeader (nothing
+// reaches the log, so a retry elsewhere is safe) and waits, bounded by
+// ctx, until every command already proposed has its result. A graceful
+// stop calls it before transferring leadership.
+func (n *Node) StopWrites(ctx context.Context) error {
+	n.gate.Lock()
+	n.gateClosed = true
+	n.gate.Unlock()
+	done := make(chan struct{})
+	go func() { n.proposing.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// WritesStopped reports whether StopWrites was called.
+func (n *Node) WritesStopped() bool {
+	n.gate.RLock()
+	defer n.gate.RUnlock()
+	return n.gateClosed
 }
 
 // awaitLeadership waits, bounded by the apply timeout, while the cluster
@@ -265,7 +310,7 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		return err
 	}
 	commit := n.Raft.CommitIndex()
-	if err := n.Raft.VerifyLeader().Error(); err != nil {
+	if err := n.verifyLeader(); err != nil {
 		return ErrNotLeader
 	}
 	for n.Raft.AppliedIndex() < commit {
@@ -351,4 +396,46 @@ func (n *Node) closeStores() {
 		n.closers[i]()
 	}
 	n.closers = nil
+}
+
+// verifyRound is one VerifyLeader call shared by the reads that joined it.
+type verifyRound struct {
+	done chan struct{}
+	err  error
+}
+
+// verifyLeader confirms leadership with a check that starts after the
+// call, sharing it with concurrent callers: a read joins the round that
+// has not started yet, so every read is covered by a check begun after it
+// noted the commit index. Each check costs a heartbeat round trip; under
+// load one check serves many reads.
+func (n *Node) verifyLeader() error {
+	n.vmu.Lock()
+	if n.vnext == nil {
+		n.vnext = &verifyRound{done: make(chan struct{})}
+	}
+	r := n.vnext
+	if !n.vrunning {
+		n.vrunning = true
+		go n.verifyRounds()
+	}
+	n.vmu.Unlock()
+	<-r.done
+	return r.err
+}
+
+func (n *Node) verifyRounds() {
+	for {
+		n.vmu.Lock()
+		r := n.vnext
+		n.vnext = nil
+		if r == nil {
+			n.vrunning = false
+			n.vmu.Unlock()
+			return
+		}
+		n.vmu.Unlock()
+		r.err = n.Raft.VerifyLeader().Error()
+		close(r.done)
+	}
 }

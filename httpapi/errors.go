@@ -268,6 +268,9 @@ func writeStateError(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, r, status, se.Detail, se.Code)
 	case errors.Is(err, cluster.ErrUnknownOutcome), errors.Is(err, cluster.ErrNotLeader):
 		w.Header().Set("Retry-After", "1")
+		if errors.Is(err, cluster.ErrNotLeader) {
+			w.Header().Set(cluster.NotAppliedHeader, "true")
+		}
 		writeError(w, r, http.StatusServiceUnavailable, err.Error(), "")
 	default:
 		// Upstream's FaultWrapper answers unexpected errors, outside the

@@ -53,6 +53,11 @@ func Read(r io.Reader) (*state.Image, error) {
 	if err := dec.Decode(&img); err != nil {
 		return nil, fmt.Errorf("snapshot: decoding state: %w", err)
 	}
+	// Read to the end so gzip checks its CRC and length: a file cut just
+	// after the JSON would otherwise pass.
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
 	return &img, nil
 }
 

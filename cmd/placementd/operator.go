@@ -35,7 +35,7 @@ func (o *operatorFlags) client() *cluster.Client {
 // parseCommand parses args into fs (flags may follow the positional
 // arguments) and returns the positional arguments.
 func parseCommand(fs *flag.FlagSet, args []string) ([]string, error) {
-	if err := envDefaults(fs); err != nil {
+	if err := presetFlags(fs, args, false); err != nil {
 		return nil, err
 	}
 	var pos []string

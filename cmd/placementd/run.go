@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
@@ -56,16 +55,22 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 
 	machine := fsm.New()
+	mtr := newMetrics(machine, log)
 	node, err := cluster.Open(cluster.Config{
 		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
 		DataDir: c.dataDir,
 		// A fresh node given --join waits to be added instead.
 		Bootstrap: len(joins) == 0,
-		Logger:    hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr, JSONFormat: c.logFormat == "json"}),
+		Logger:    raftLogger(log),
 		Tune: func(rc *raft.Config) {
 			rc.SnapshotThreshold = cf.snapshotThreshold
 			rc.SnapshotInterval = cf.snapshotInterval
 			rc.TrailingLogs = cf.trailingLogs
+			// Let proposals queue while a batch is being written, so the
+			// leader commits them together: one fsync and one round trip
+			// for many claims.
+			rc.BatchApplyCh = true
+			rc.MaxAppendEntries = 256
 		},
 	}, machine)
 	if err != nil {
@@ -80,19 +85,22 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		}
 	}
 
-	api := httpapi.New(node, httpapi.Config{
+	defer mtr.WatchNode(node, c.dataDir)()
+	api := httpapi.New(mtr.Backend(node), httpapi.Config{
 		IncompleteConsumerProjectID: c.incompleteProject,
 		IncompleteConsumerUserID:    c.incompleteUser,
 		CORSAllowedOrigins:          splitList(c.corsAllowedOrigin),
 		CORSAllowHeaders:            splitList(c.corsAllowHeaders),
 		Logger:                      log,
 		Authorizer:                  authz,
+		Keystone:                    c.security.apiKeystone,
+		Observer:                    mtr,
 	})
 	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log})
 	// Answer a non-numeric Content-Length as upstream does, not with Go's
 	// bare 400.
 	ln = httpapi.FixContentLength(ln)
-	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: withProbes(front, mtr), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("placementd serving", "node", id, "http", ln.Addr().String(), "http_advertise", httpAdv,
 		"raft", node.RaftAddr(), "data_dir", c.dataDir)
 	errc := make(chan error, 1)
@@ -136,10 +144,14 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 func gracefulStop(node *cluster.Node, front *cluster.Handler, srv *http.Server, cf *clusterFlags, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cf.shutdownTimeout)
 	defer cancel()
-	// Load balancers polling /_cluster/health stop sending traffic; what
-	// is under way finishes while this node still leads.
+	// Load balancers polling /readyz stop sending traffic. Writes already
+	// proposed finish while this node still leads; new ones wait for the
+	// next leader and are forwarded to it, so none ends with an unknown
+	// outcome because of the hand-over.
 	front.SetDraining(true)
-	err := srv.Shutdown(ctx)
+	if err := node.StopWrites(ctx); err != nil {
+		log.Warn("waiting for proposed writes", "error", err)
+	}
 	if cf.leaveOnShutdown && cf.secret != "" {
 		if lerr := node.Leave(ctx, cf.secret); lerr != nil {
 			log.Warn("leaving the cluster failed", "error", lerr)
@@ -149,7 +161,15 @@ func gracefulStop(node *cluster.Node, front *cluster.Handler, srv *http.Server, 
 	} else if terr := node.TransferLeadership(); terr != nil {
 		log.Warn("transferring leadership failed", "error", terr)
 	}
-	return err
+	// Give the other members a heartbeat to learn the new leader before
+	// the connections they forwarded on are closed.
+	if !node.Alone() {
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	return srv.Shutdown(ctx)
 }
 
 // restorePending installs the snapshot `placementd snapshot restore` left

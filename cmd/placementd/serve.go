@@ -21,6 +21,7 @@ type serveConfig struct {
 	authStrategy                        string
 	logFormat, logLevel                 string
 	cluster                             clusterFlags
+	security                            securityFlags
 }
 
 // clusterFlags are the serve flags about the Raft group.
@@ -62,10 +63,11 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.corsAllowHeaders, "cors-allow-headers", "", "comma-separated extra request headers a CORS preflight may allow")
 	fs.StringVar(&c.incompleteProject, "incomplete-consumer-project-id", "00000000-0000-0000-0000-000000000000", "project given to consumers written before microversion 1.8")
 	fs.StringVar(&c.incompleteUser, "incomplete-consumer-user-id", "00000000-0000-0000-0000-000000000000", "user given to consumers written before microversion 1.8")
-	fs.StringVar(&c.authStrategy, "auth-strategy", "noauth2", "authentication: noauth2")
+	fs.StringVar(&c.authStrategy, "auth-strategy", "noauth2", "authentication: noauth2 (the token is user[:project], for tests) or keystone (tokens validated by Keystone, see --keystone-*)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	c.cluster.register(fs)
+	c.security.register(fs)
 	return c
 }
 
@@ -112,10 +114,8 @@ func nodeID(configured, dataDir string) (string, error) {
 func serve(args []string) error {
 	fs := flag.NewFlagSet("placementd serve", flag.ContinueOnError)
 	c := serveFlags(fs)
-	if err := envDefaults(fs); err != nil {
-		return err
-	}
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() { serveUsage(fs) }
+	if err := configure(fs, args, true); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -125,8 +125,14 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	if c.authStrategy != "noauth2" {
-		return fmt.Errorf("--auth-strategy %q is not supported (noauth2)", c.authStrategy)
+	switch c.authStrategy {
+	case "noauth2":
+	case "keystone":
+		if c.security.apiKeystone, err = c.security.keystoneConfig(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--auth-strategy %q is not supported (noauth2, keystone)", c.authStrategy)
 	}
 	id, err := nodeID(c.nodeID, c.dataDir)
 	if err != nil {

@@ -1,0 +1,366 @@
+package cluster_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/snapshot"
+)
+
+// Data written by an older placementd must be read by a newer one. The
+// fixtures under testdata/ were written by the build that introduced each
+// format version and are kept forever: when snapshot.FormatVersion or
+// fsm.EntryVersion goes up, regenerate with
+//
+//	PLACEMENTD_WRITE_FIXTURES=v2 go test ./cluster/ -run TestWriteUpgradeFixtures
+//
+// add the new files beside the old ones, and list them in upgradeFixtures.
+var upgradeFixtures = []string{"v1"}
+
+const (
+	fixtureNode     = "n1"
+	fixtureSecret   = "fixture-secret"
+	fixtureRoot     = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d01"
+	fixtureChild    = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d02"
+	fixtureConsumer = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d03"
+	fixtureLate     = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d04"
+	fixtureProject  = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d05"
+	fixtureAgg      = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d06"
+)
+
+// diskNode is a single node on real files with the API in front.
+type diskNode struct {
+	node *cluster.Node
+	srv  *httptest.Server
+}
+
+func openDiskNode(t *testing.T, dir string) *diskNode {
+	t.Helper()
+	n, err := cluster.Open(cluster.Config{NodeID: fixtureNode, RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true,
+		Logger: hclog.NewNullLogger()}, fsm.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for !n.IsLeader() {
+		if ctx.Err() != nil {
+			t.Fatal("the node did not become leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httptest.NewServer(n.Handler(httpapi.New(n, httpapi.Config{Logger: quiet}),
+		cluster.HandlerOptions{Secret: fixtureSecret, Logger: quiet}))
+	return &diskNode{node: n, srv: srv}
+}
+
+func (d *diskNode) close() {
+	d.srv.Close()
+	d.node.Shutdown()
+}
+
+func (d *diskNode) call(t *testing.T, method, path string, body any, wantStatus int) map[string]any {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, d.srv.URL+path, rd)
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != wantStatus {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, wantStatus, raw)
+	}
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return out
+}
+
+// writeFixtureWorkload fills a node with one of everything the state
+// holds; part of it goes into a Raft snapshot and the rest stays in the
+// log, so reading the fixture replays both.
+func writeFixtureWorkload(t *testing.T, d *diskNode) {
+	d.call(t, "PUT", "/resource_classes/CUSTOM_FIXTURE_GPU", nil, 201)
+	d.call(t, "PUT", "/traits/CUSTOM_FIXTURE_TRAIT", nil, 201)
+	d.call(t, "POST", "/resource_providers", map[string]any{"name": "fixture-root", "uuid": fixtureRoot}, 200)
+	d.call(t, "POST", "/resource_providers", map[string]any{"name": "fixture-child", "uuid": fixtureChild,
+		"parent_provider_uuid": fixtureRoot}, 200)
+	d.call(t, "PUT", "/resource_providers/"+fixtureRoot+"/inventories", map[string]any{
+		"resource_provider_generation": 0,
+		"inventories": map[string]any{
+			"VCPU":      map[string]any{"total": 16, "allocation_ratio": 4.0},
+			"MEMORY_MB": map[string]any{"total": 32768, "reserved": 512},
+		}}, 200)
+	d.call(t, "PUT", "/resource_providers/"+fixtureChild+"/inventories", map[string]any{
+		"resource_provider_generation": 0,
+		"inventories":                  map[string]any{"CUSTOM_FIXTURE_GPU": map[string]any{"total": 2}}}, 200)
+	d.call(t, "PUT", "/resource_providers/"+fixtureRoot+"/traits", map[string]any{
+		"resource_provider_generation": 1, "traits": []string{"CUSTOM_FIXTURE_TRAIT", "HW_CPU_X86_AVX2"}}, 200)
+	d.call(t, "PUT", "/resource_providers/"+fixtureRoot+"/aggregates", map[string]any{
+		"resource_provider_generation": 2, "aggregates": []string{fixtureAgg}}, 200)
+	d.call(t, "PUT", "/allocations/"+fixtureConsumer, map[string]any{
+		"allocations": map[string]any{
+			fixtureRoot:  map[string]any{"resources": map[string]any{"VCPU": 4, "MEMORY_MB": 2048}},
+			fixtureChild: map[string]any{"resources": map[string]any{"CUSTOM_FIXTURE_GPU": 1}},
+		},
+		"project_id": fixtureProject, "user_id": fixtureProject,
+		"consumer_generation": nil, "consumer_type": "INSTANCE"}, 204)
+	if err := d.node.Raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	// After the snapshot: only in the log.
+	d.call(t, "PUT", "/allocations/"+fixtureLate, map[string]any{
+		"allocations": map[string]any{fixtureRoot: map[string]any{"resources": map[string]any{"VCPU": 2}}},
+		"project_id":  fixtureProject, "user_id": fixtureProject,
+		"consumer_generation": nil, "consumer_type": "MIGRATION"}, 204)
+	d.call(t, "PUT", "/traits/CUSTOM_FIXTURE_LATE", nil, 201)
+}
+
+// checkFixtureState asserts, through the API, everything
+// writeFixtureWorkload wrote.
+func checkFixtureState(t *testing.T, d *diskNode) {
+	t.Helper()
+	rp := d.call(t, "GET", "/resource_providers/"+fixtureChild, nil, 200)
+	if rp["name"] != "fixture-child" || rp["parent_provider_uuid"] != fixtureRoot || rp["root_provider_uuid"] != fixtureRoot {
+		t.Errorf("child provider: %v", rp)
+	}
+	inv := d.call(t, "GET", "/resource_providers/"+fixtureRoot+"/inventories/VCPU", nil, 200)
+	if inv["total"] != 16.0 || inv["allocation_ratio"] != 4.0 {
+		t.Errorf("VCPU inventory: %v", inv)
+	}
+	traits := d.call(t, "GET", "/resource_providers/"+fixtureRoot+"/traits", nil, 200)
+	if got, _ := json.Marshal(traits["traits"]); !strings.Contains(string(got), "CUSTOM_FIXTURE_TRAIT") {
+		t.Errorf("provider traits: %s", got)
+	}
+	aggs := d.call(t, "GET", "/resource_providers/"+fixtureRoot+"/aggregates", nil, 200)
+	if got, _ := json.Marshal(aggs["aggregates"]); string(got) != `["`+fixtureAgg+`"]` {
+		t.Errorf("aggregates: %s", got)
+	}
+	usages := d.call(t, "GET", "/resource_providers/"+fixtureRoot+"/usages", nil, 200)
+	if got, _ := json.Marshal(usages["usages"]); string(got) != `{"MEMORY_MB":2048,"VCPU":6}` {
+		t.Errorf("root usages: %s", got)
+	}
+	alloc := d.call(t, "GET", "/allocations/"+fixtureConsumer, nil, 200)
+	if alloc["consumer_type"] != "INSTANCE" || alloc["project_id"] != fixtureProject {
+		t.Errorf("consumer: %v", alloc)
+	}
+	late := d.call(t, "GET", "/allocations/"+fixtureLate, nil, 200)
+	if late["consumer_type"] != "MIGRATION" {
+		t.Errorf("consumer written after the snapshot: %v", late)
+	}
+	project := d.call(t, "GET", "/usages?project_id="+fixtureProject, nil, 200)
+	if got, _ := json.Marshal(project["usages"]); string(got) != `{"INSTANCE":{"CUSTOM_FIXTURE_GPU":1,"MEMORY_MB":2048,"VCPU":4,"consumer_count":1},"MIGRATION":{"VCPU":2,"consumer_count":1}}` {
+		t.Errorf("project usages: %s", got)
+	}
+	d.call(t, "GET", "/resource_classes/CUSTOM_FIXTURE_GPU", nil, 200)
+	d.call(t, "GET", "/traits/CUSTOM_FIXTURE_LATE", nil, 204)
+}
+
+func TestWriteUpgradeFixtures(t *testing.T) {
+	version := os.Getenv("PLACEMENTD_WRITE_FIXTURES")
+	if version == "" {
+		t.Skip("set PLACEMENTD_WRITE_FIXTURES=vN to write the fixtures of the current formats")
+	}
+	dir := t.TempDir()
+	d := openDiskNode(t, dir)
+	writeFixtureWorkload(t, d)
+	checkFixtureState(t, d)
+	var backup bytes.Buffer
+	c := &cluster.Client{Addr: strings.TrimPrefix(d.srv.URL, "http://"), Secret: fixtureSecret}
+	if err := c.Snapshot(context.Background(), &backup); err != nil {
+		t.Fatal(err)
+	}
+	d.close()
+	if err := os.WriteFile(filepath.Join("testdata", "backup-"+version+".snap"), backup.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "datadir-"+version+".tar.gz"), tarDir(t, dir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A data directory (Raft log, stable store, snapshot) written by an
+// earlier format version opens, replays to the same state, takes new
+// writes, and comes back again after a restart in the current format.
+func TestUpgradeDataDir(t *testing.T) {
+	for _, version := range upgradeFixtures {
+		t.Run(version, func(t *testing.T) {
+			archive, err := os.ReadFile(filepath.Join("testdata", "datadir-"+version+".tar.gz"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			untarDir(t, archive, dir)
+			d := openDiskNode(t, dir)
+			if err := d.node.ReadBarrier(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			checkFixtureState(t, d)
+			d.call(t, "PUT", "/traits/CUSTOM_AFTER_UPGRADE", nil, 201)
+			if err := d.node.Raft.Snapshot().Error(); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := d.node.FSM.Digest()
+			d.close()
+
+			d = openDiskNode(t, dir)
+			defer d.close()
+			if err := d.node.ReadBarrier(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := d.node.FSM.Digest(); got != want {
+				t.Fatal("state changed across the restart after the upgrade")
+			}
+			checkFixtureState(t, d)
+			d.call(t, "GET", "/traits/CUSTOM_AFTER_UPGRADE", nil, 204)
+		})
+	}
+}
+
+// A backup (`placementd snapshot save`) written by an earlier format
+// version is accepted by `snapshot inspect` and restores a new cluster.
+func TestRestoreOldBackup(t *testing.T) {
+	for _, version := range upgradeFixtures {
+		t.Run(version, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "backup-"+version+".snap"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(data, []byte("placementd-snapshot "+version+"\n")) {
+				t.Fatalf("fixture header %q", data[:min(len(data), 24)])
+			}
+			digest, _, err := snapshot.Inspect(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if _, err := snapshot.Seed(data, dir); err != nil {
+				t.Fatal(err)
+			}
+			d := openDiskNode(t, dir)
+			defer d.close()
+			if err := d.node.RestoreBackup(data); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.node.ReadBarrier(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			checkFixtureState(t, d)
+			if got, _ := d.node.FSM.Digest(); got != digest {
+				t.Fatalf("restored digest %s, backup's %s", got, digest)
+			}
+		})
+	}
+}
+
+func tarDir(t *testing.T, dir string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		hdr, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		hdr.ModTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if e.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		_, err = tw.Write(b)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func untarDir(t *testing.T, archive []byte, dir string) {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, filepath.FromSlash(hdr.Name))
+		if !strings.HasPrefix(path, dir+string(filepath.Separator)) {
+			t.Fatalf("archive entry %q escapes", hdr.Name)
+		}
+		if hdr.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(path, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

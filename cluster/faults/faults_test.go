@@ -1,0 +1,146 @@
+package faults
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/placementd/placementd/cluster/proctest"
+)
+
+var (
+	soak = flag.Duration("faults.soak", 0,
+		"run the soak: the workload under every nemesis for this long per cluster size (make soak)")
+	soakNodes = flag.String("faults.nodes", "3,5", "cluster sizes of the soak")
+	soakDir   = flag.String("faults.dir", "", "where the soak keeps data dirs, logs and reports (default: a new dir under $TMPDIR)")
+)
+
+func build(t *testing.T, tags ...string) string {
+	t.Helper()
+	bin, err := proctest.Build(t.TempDir(), tags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// report logs a run's figures and fails the test on any finding.
+func report(t *testing.T, reps []*Report) {
+	t.Helper()
+	t.Logf("\n%s", Table(reps))
+	for _, r := range reps {
+		kinds := map[string]bool{}
+		for _, e := range r.Events {
+			kinds[e.Kind] = true
+		}
+		t.Logf("%d nodes: outcomes %v, digest %s", r.Nodes, r.Counts, r.Digest)
+		for i, v := range r.Violations {
+			if i == 30 {
+				t.Errorf("... %d more", len(r.Violations)-i)
+				break
+			}
+			t.Errorf("%d nodes: %s", r.Nodes, v)
+		}
+		if r.Linearizable != "yes" {
+			t.Errorf("%d nodes: linearizable: %s", r.Nodes, r.Linearizable)
+		}
+	}
+}
+
+// TestFaultsShort is the short run of the suite: a 3-node and a 5-node
+// cluster, each through every nemesis once, under the full checks.
+func TestFaultsShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection: runs placementd clusters for a few minutes")
+	}
+	bin := build(t)
+	var reps []*Report
+	for _, nodes := range []int{3, 5} {
+		rep, err := Run(context.Background(), Config{
+			Nodes: nodes, Bin: bin, Dir: filepath.Join(t.TempDir(), fmt.Sprintf("n%d", nodes)),
+			Duration: 60 * time.Second, Hold: 3 * time.Second, Quiet: 500 * time.Millisecond,
+			CheckTimeout: time.Minute, Logf: t.Logf,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, rep)
+		seen := map[string]bool{}
+		for _, e := range rep.Events {
+			seen[e.Kind] = true
+		}
+		for _, kind := range AllNemeses {
+			if !seen[kind] {
+				t.Errorf("%d nodes: nemesis %s did not run", nodes, kind)
+			}
+		}
+	}
+	report(t, reps)
+}
+
+// TestBrokenReadsCaught proves the harness can fail: built with the
+// faults_broken_reads tag, every node answers reads from its own state
+// without the read barrier (a follower may lag, a partitioned or paused
+// node may be far behind). The checker must find the history not
+// linearizable.
+func TestBrokenReadsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection: runs a placementd cluster")
+	}
+	bin := build(t, "faults_broken_reads")
+	rep, err := Run(context.Background(), Config{
+		Nodes: 3, Bin: bin, Dir: t.TempDir(), Duration: 30 * time.Second,
+		Nemeses: []string{"partition-minority", "pause", "kill-leader"}, Hold: 4 * time.Second,
+		CheckTimeout: time.Minute, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", Table([]*Report{rep}))
+	if rep.Linearizable != "no" {
+		t.Fatalf("stale reads went unnoticed: linearizable %q, violations %v", rep.Linearizable, rep.Violations)
+	}
+}
+
+// TestSoak is `make soak`: every cluster size of -faults.nodes under the
+// workload and all nemeses for -faults.soak each, then the summary table.
+func TestSoak(t *testing.T) {
+	if *soak == 0 {
+		t.Skip("the soak runs with -faults.soak DURATION (make soak)")
+	}
+	dir := *soakDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "placementd-soak-"+time.Now().Format("20060102-150405"))
+	}
+	bin, err := proctest.Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reps []*Report
+	for _, s := range strings.Split(*soakNodes, ",") {
+		nodes, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			t.Fatalf("-faults.nodes: %v", err)
+		}
+		rep, err := Run(context.Background(), Config{
+			Nodes: nodes, Bin: bin, Dir: filepath.Join(dir, fmt.Sprintf("n%d", nodes)), Duration: *soak,
+			CheckTimeout: 30 * time.Minute, Logf: t.Logf,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, rep)
+		fmt.Printf("%d nodes done: %d operations, linearizable %s, %d violations\n",
+			nodes, rep.Ops, rep.Linearizable, len(rep.Violations))
+	}
+	summary := Table(reps)
+	os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(summary), 0o644)
+	fmt.Printf("\nsoak summary (logs and data in %s):\n%s", dir, summary)
+	report(t, reps)
+}

@@ -1,0 +1,220 @@
+#!/bin/bash
+# make bench-compare: the same workload (bench/loadgen) against upstream
+# Placement from Debian's packages (placement-api under uwsgi with the
+# package's uwsgi settings, PostgreSQL behind it), placementd as a single
+# node and placementd as a 3-node cluster, one after the other in one run,
+# then one table with ratios to upstream.
+#
+# Settings (environment): NODES (1000), CLIENTS (16), DURATION per phase
+# (20s), NUMA (false), LIMIT (50), TARGETS (upstream placementd-1
+# placementd-3), KEEP=1 keeps the work directory, REPORT_DIR receives
+# the JSON reports.
+# Needs root (apt-get, a private PostgreSQL cluster run as postgres).
+set -euo pipefail
+
+NODES=${NODES:-1000}
+CLIENTS=${CLIENTS:-16}
+DURATION=${DURATION:-20s}
+NUMA=${NUMA:-false}
+LIMIT=${LIMIT:-50}
+TARGETS=${TARGETS:-upstream placementd-1 placementd-3}
+GO=${GO:-go}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d /tmp/bench-compare.XXXXXX)
+chmod 755 "$WORK"
+PIDS=()
+
+log() { echo "bench-compare: $*" >&2; }
+
+cleanup() {
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	stop_postgres
+	if [ "${KEEP:-}" = 1 ]; then
+		log "work directory kept: $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_http URL [SECONDS]: until the URL answers at all.
+wait_http() {
+	local deadline=$((SECONDS + ${2:-60}))
+	until curl -s -o /dev/null "$1"; do
+		if [ $SECONDS -ge $deadline ]; then
+			log "$1 did not come up"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# stop PID: SIGTERM, then wait for it.
+stop() {
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+ensure_packages() {
+	local missing=()
+	for p in postgresql python3-placement placement-api uwsgi uwsgi-plugin-python3 python3-psycopg2; do
+		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
+	fi
+}
+
+PGBIN=
+PGDATA=
+start_postgres() {
+	PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+	PGDATA=$WORK/pg
+	PGPORT=$(free_port)
+	mkdir -p "$PGDATA"
+	chown postgres: "$PGDATA"
+	# A private cluster (own directory and port): no other database on the
+	# machine is touched. Settings are the defaults (fsync on) except for
+	# enough connections for uwsgi's 8 processes.
+	runuser -u postgres -- "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres >/dev/null
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w start \
+		-o "-p $PGPORT -k $PGDATA -c listen_addresses=127.0.0.1 -c max_connections=400" >/dev/null
+	runuser -u postgres -- "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -q \
+		-c "CREATE USER placement PASSWORD 'placement'" -c "CREATE DATABASE placement OWNER placement"
+}
+
+stop_postgres() {
+	if [ -n "$PGDATA" ] && [ -f "$PGDATA/postmaster.pid" ]; then
+		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -m fast stop >/dev/null 2>&1 || true
+	fi
+}
+
+# start_upstream: Placement as Debian's init script runs it
+# (uwsgi_python3 --http-socket ... --ini /etc/placement/placement-api-uwsgi.ini),
+# with the package's ini but logging and running in the work directory.
+UPSTREAM_URL=
+start_upstream() {
+	local dir=$WORK/upstream port
+	mkdir -p "$dir"
+	port=$(free_port)
+	cat >"$dir/placement.conf" <<EOF
+[DEFAULT]
+debug = false
+[api]
+auth_strategy = noauth2
+[placement_database]
+connection = postgresql+psycopg2://placement:placement@127.0.0.1:$PGPORT/placement
+max_pool_size = 10
+max_overflow = 30
+EOF
+	OS_PLACEMENT_CONFIG_DIR=$dir placement-manage --config-file "$dir/placement.conf" db sync
+	grep -vE '^\s*(logto|uid|gid|chdir)\s*=' /etc/placement/placement-api-uwsgi.ini >"$dir/uwsgi.ini"
+	printf 'logto = %s\nchdir = %s\n' "$dir/uwsgi.log" "$dir" >>"$dir/uwsgi.ini"
+	local uwsgi=/usr/bin/uwsgi_python3
+	[ -x "$uwsgi" ] || uwsgi=$(ls /usr/bin/uwsgi_python3* | head -1)
+	OS_PLACEMENT_CONFIG_DIR=$dir "$uwsgi" --http-socket "127.0.0.1:$port" --ini "$dir/uwsgi.ini" &
+	PIDS+=($!)
+	UPSTREAM_PID=$!
+	UPSTREAM_URL=http://127.0.0.1:$port
+	wait_http "$UPSTREAM_URL/" 120
+}
+
+# start_placementd N: a cluster of N nodes; sets PD_URLS and PD_PIDS.
+PD_URLS=
+PD_PIDS=()
+start_placementd() {
+	local n=$1 i first= secret=bench-compare
+	PD_URLS=
+	PD_PIDS=()
+	for i in $(seq 1 "$n"); do
+		local http raft args
+		http=127.0.0.1:$(free_port)
+		raft=127.0.0.1:$(free_port)
+		args=(serve --node-id "p$i" --http-addr "$http" --raft-addr "$raft" --data-dir "$WORK/pd$n-$i"
+			--cluster-secret "$secret")
+		if [ -n "$first" ]; then
+			args+=(--join "$first")
+		else
+			first=$http
+		fi
+		"$WORK/placementd" "${args[@]}" 2>>"$WORK/pd$n.log" &
+		PIDS+=($!)
+		PD_PIDS+=($!)
+		PD_URLS+=${PD_URLS:+,}http://$http
+		wait_http "http://$http/" 60
+	done
+	# Every member healthy and one leader before the workload starts.
+	local deadline=$((SECONDS + 60))
+	until [ "$(curl -s -H "Authorization: Bearer $secret" "http://$first/_cluster/status" | grep -o '"healthy": *true' | wc -l)" -eq "$n" ]; do
+		if [ $SECONDS -ge $deadline ]; then
+			log "placementd cluster of $n did not become healthy"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+stop_placementd() {
+	local pid
+	for pid in "${PD_PIDS[@]}"; do
+		stop "$pid"
+	done
+}
+
+# load LABEL URLS PIDS: the workload, with the CPU time of PIDS (and their
+# descendants) measured per phase.
+load() {
+	local label=$1 urls=$2 pids=$3
+	log "running the workload against $label ($urls)"
+	# A failed verification is reported in the table, not fatal here.
+	"$WORK/placement-load" -label "$label" -endpoints "$urls" -nodes "$NODES" -numa="$NUMA" \
+		-clients "$CLIENTS" -duration "$DURATION" -limit "$LIMIT" -server-pids "$pids" -json "$WORK/$label.json" >/dev/null || true
+	[ -f "$WORK/$label.json" ] && REPORTS+=("$WORK/$label.json")
+}
+
+cd "$ROOT"
+log "building placementd and the load generator"
+CGO_ENABLED=0 $GO build -o "$WORK/placementd" ./cmd/placementd
+$GO build -o "$WORK/placement-load" ./bench/cmd/placement-load
+
+REPORTS=()
+for target in $TARGETS; do
+	case $target in
+	upstream)
+		ensure_packages
+		start_postgres
+		start_upstream
+		load upstream "$UPSTREAM_URL" "$UPSTREAM_PID,$(head -1 "$PGDATA/postmaster.pid")"
+		# Free the cores for the next target.
+		stop "$UPSTREAM_PID"
+		stop_postgres
+		;;
+	placementd-*)
+		start_placementd "${target#placementd-}"
+		load "$target" "$PD_URLS" "$(IFS=,; echo "${PD_PIDS[*]}")"
+		stop_placementd
+		;;
+	*)
+		log "unknown target $target"
+		exit 2
+		;;
+	esac
+done
+
+echo
+echo "N=$NODES compute nodes (numa=$NUMA), C=$CLIENTS clients, $DURATION per phase, limit $LIMIT; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+"$WORK/placement-load" table "${REPORTS[@]}"
+if [ -n "${REPORT_DIR:-}" ]; then
+	mkdir -p "$REPORT_DIR"
+	cp "${REPORTS[@]}" "$REPORT_DIR/"
+fi

@@ -1,0 +1,228 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/httpapi"
+)
+
+// startPlacementd runs a single-node placementd in process: real Raft
+// (in-memory log and transport), real FSM, the HTTP API behind the
+// cluster front, as `placementd serve` stacks them.
+func startPlacementd(t *testing.T) string {
+	t.Helper()
+	_, trans := raft.NewInmemTransport("")
+	node, err := cluster.Open(cluster.Config{
+		NodeID: "n1", InMemory: true, Transport: trans, Bootstrap: true,
+		Tune: func(c *raft.Config) {
+			c.HeartbeatTimeout = 50 * time.Millisecond
+			c.ElectionTimeout = 50 * time.Millisecond
+			c.LeaderLeaseTimeout = 50 * time.Millisecond
+			c.BatchApplyCh = true
+		},
+	}, fsm.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := node.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	api := httpapi.New(node, httpapi.Config{Logger: log})
+	srv := httptest.NewServer(node.Handler(api, cluster.HandlerOptions{Logger: log}))
+	t.Cleanup(func() {
+		srv.Close()
+		node.Shutdown()
+	})
+	return srv.URL
+}
+
+// TestRunScarceCapacity runs the whole workload on a fleet so small that
+// the clients fight over the last resources: there must be conflicts and
+// exhausted queries, yet no overcommit and no lost or phantom claim.
+func TestRunScarceCapacity(t *testing.T) {
+	for _, numa := range []bool{false, true} {
+		t.Run(map[bool]string{false: "flat", true: "numa"}[numa], func(t *testing.T) {
+			url := startPlacementd(t)
+			var log bytes.Buffer
+			rep, err := Run(context.Background(), Config{
+				Label: "test", Endpoints: []string{url}, Nodes: 4, NUMA: numa, Aggregates: 2, Clients: 6,
+				// 4 nodes x 256 VCPU at 32 per claim: 32 claims fit.
+				Flavor: Flavor{VCPU: 32, MemoryMB: 1024, DiskGB: 10}, Limit: 10,
+				Duration: 20 * time.Second, MaxOps: 30, Log: &log,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + log.String())
+			wantProviders := 2 + 4
+			if numa {
+				wantProviders += 8
+			}
+			if rep.Providers != wantProviders || rep.Verify.Providers != wantProviders {
+				t.Errorf("providers: %d (verified %d), want %d", rep.Providers, rep.Verify.Providers, wantProviders)
+			}
+			if len(rep.Phases) != len(AllPhases) {
+				t.Fatalf("phases: %+v", rep.Phases)
+			}
+			for _, p := range rep.Phases {
+				if p.Errors != 0 {
+					t.Errorf("%s: %d errors, first %s", p.Name, p.Errors, p.FirstError)
+				}
+			}
+			sched := rep.Phase(PhaseScheduler)
+			if sched.Ops == 0 || sched.Ops > 30 {
+				t.Errorf("scheduler claims: %d", sched.Ops)
+			}
+			if sched.Latency[KindCandidates].Count == 0 || sched.Latency[KindClaimPut].Count < sched.Ops {
+				t.Errorf("scheduler latencies: %+v", sched.Latency)
+			}
+			put := rep.Phase(PhasePut)
+			// Scheduler and raw claims together ask for more than fits:
+			// some must be refused.
+			if put.Conflicts+sched.Failures+sched.Conflicts == 0 {
+				t.Errorf("no claim was refused: scheduler %+v put %+v", sched, put)
+			}
+			if sched.Ops+put.Ops+2*rep.Phase(PhasePost).Ops > 32 {
+				t.Errorf("more claims succeeded than fit: %d + %d + 2x%d", sched.Ops, put.Ops, rep.Phase(PhasePost).Ops)
+			}
+			if rep.Phase(PhaseUsages).Ops != 30 {
+				t.Errorf("usages: %+v", rep.Phase(PhaseUsages))
+			}
+			del := rep.Phase(PhaseDelete)
+			made := sched.Ops + put.Ops + 2*rep.Phase(PhasePost).Ops
+			if del.Ops == 0 || del.Ops > made/2 {
+				t.Errorf("deleted %d of %d", del.Ops, made)
+			}
+			v := rep.Verify
+			if !v.OK || v.Claims != made-del.Ops || v.Deleted != del.Ops {
+				t.Errorf("verify: %s (made %d, deleted %d)", v.Summary(), made, del.Ops)
+			}
+		})
+	}
+}
+
+// TestVerifyFindsTampering changes allocations behind the generator's
+// back; the verification must notice each change.
+func TestVerifyFindsTampering(t *testing.T) {
+	url := startPlacementd(t)
+	r, err := newRun(Config{Endpoints: []string{url}, Nodes: 3, Aggregates: 1, Clients: 2, Duration: 10 * time.Second, MaxOps: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := r.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.phase(ctx, PhasePut); p.Ops != 6 {
+		t.Fatalf("put: %+v", p)
+	}
+	if v := r.verify(ctx); !v.OK || v.Claims != 6 {
+		t.Fatalf("before tampering: %s", v.Summary())
+	}
+	var all []*consumer
+	for _, w := range r.workers {
+		all = append(all, w.consumers...)
+	}
+	w := r.workers[0]
+	// Remove one claim, change another's amounts, add a stranger.
+	if err := w.c.do(ctx, "", "DELETE", "/allocations/"+all[0].uuid, nil).expect(204, nil); err != nil {
+		t.Fatal(err)
+	}
+	changed := alloc{}
+	for rp, res := range all[1].alloc {
+		changed[rp] = map[string]int64{}
+		for class, n := range res {
+			changed[rp][class] = n + 1
+		}
+	}
+	body := map[string]any{"allocations": allocBody(changed), "project_id": "p", "user_id": "u", "consumer_generation": 1}
+	if err := w.c.do(ctx, "", "PUT", "/allocations/"+all[1].uuid, body).expect(204, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.claim(ctx, "", w.nodeAlloc(r.nodes[0]), &counts{}) != claimOK {
+		t.Fatal("extra claim failed")
+	}
+	w.consumers = w.consumers[:len(w.consumers)-1] // forget it: a phantom
+	v := r.verify(ctx)
+	if v.OK || v.Missing != 1 || v.Wrong != 1 || v.Unexpected != 1 || v.OverCapacity != 0 || v.UsageMismatch != 0 {
+		t.Errorf("after tampering: %s", v.Summary())
+	}
+}
+
+func TestTableRatios(t *testing.T) {
+	up := &Report{Label: "upstream", Setup: Phase{Ops: 10, PerSec: 50}, Phases: []Phase{
+		{Name: PhaseScheduler, PerSec: 7, Conflicts: 3, Latency: map[string]Latency{KindCandidates: {Count: 5, P50: 300, P99: 600}}},
+	}, Verify: Verify{OK: true, Claims: 70}}
+	pd := &Report{Label: "placementd-1", Setup: Phase{Ops: 10, PerSec: 5000}, Phases: []Phase{
+		{Name: PhaseScheduler, PerSec: 1400, Conflicts: 9, Latency: map[string]Latency{KindCandidates: {Count: 5, P50: 3, P99: 6}}},
+	}, Verify: Verify{OK: false, Claims: 14000}}
+	var b bytes.Buffer
+	Table(&b, []*Report{up, pd})
+	out := b.String()
+	t.Log("\n" + out)
+	for _, want := range []string{
+		"setup requests/s", "100.0×", // 5000 / 50
+		"scheduler claims/s", "200.0×", // 1400 / 7: throughput ratio
+		"candidates GET p50 ms", // 300 ms / 3 ms: latency ratio
+		"OK (70 claims)", "FAILED (14000 claims)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  candidates GET p50") && !strings.HasSuffix(l, "100.0×") {
+			t.Errorf("latency ratio: %q", l)
+		}
+		if strings.HasPrefix(l, "  conflicts") && strings.Contains(l, "×") {
+			t.Errorf("counts get no ratio: %q", l)
+		}
+		if strings.HasPrefix(l, "raw PUT") && !strings.Contains(l, "-") {
+			t.Errorf("missing phase shown as -: %q", l)
+		}
+	}
+}
+
+// TestTreeCPU: the CPU this test burns shows up in its own process tree
+// as getrusage counts it.
+func TestTreeCPU(t *testing.T) {
+	rusage := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	before, ok := treeCPU([]int{os.Getpid()})
+	if !ok {
+		t.Skip("no /proc")
+	}
+	ru0 := rusage()
+	// Spin until 200 ms of CPU are used, however busy the machine is.
+	for rusage()-ru0 < 200*time.Millisecond {
+	}
+	after, _ := treeCPU([]int{os.Getpid()})
+	spent := rusage() - ru0
+	if d := after - before; d < spent-50*time.Millisecond || d > spent+50*time.Millisecond {
+		t.Errorf("%v of CPU counted as %v", spent, d)
+	}
+	if _, ok := treeCPU([]int{1 << 30}); ok {
+		t.Error("a process that does not exist was found")
+	}
+}

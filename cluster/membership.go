@@ -283,6 +283,23 @@ func (n *Node) RestoreBackup(data []byte) error {
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
+	// Raft refuses a restore until the configuration entry of a newly
+	// bootstrapped cluster is applied: a barrier waits for it.
+	if err := n.Raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+		return membershipErr(err)
+	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(data))}
-	return n.Raft.Restore(meta, bytes.NewReader(data), n.cfg.ApplyTimeout)
+	if err := n.Raft.Restore(meta, bytes.NewReader(data), n.cfg.ApplyTimeout); err != nil {
+		return err
+	}
+	// The backup holds no member addresses, and the log before it is gone:
+	// write the table again after it, so members that install this
+	// snapshot still learn where to forward.
+	table := n.meta.table()
+	for _, id := range sortedIDs(table) {
+		if err := n.applyMeta(metaEntry{Op: "set", ID: id, HTTPAddr: table[id]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

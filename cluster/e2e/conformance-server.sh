@@ -1,18 +1,48 @@
 #!/usr/bin/env bash
-# PLACEMENT_SERVER_CMD for the conformance harness (see
-# ../../../shared/conformance/README.md): a fresh 3-node compose cluster
-# for every gabbi file, the harness talking to node2, a follower (node1
-# starts the cluster and leads it; node2 joins it).
+# PLACEMENT_SERVER_CMD for `make e2e`: a fresh 3-node compose cluster per
+# gabbi file, reached through a follower (node2, which joins node1's new
+# cluster). The harness's port is served by a small TCP relay to node2's
+# published port, opened only once all three nodes are healthy, so the
+# harness's first GET / means the cluster is ready. SIGTERM from the
+# harness takes the cluster down with its volumes.
+set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-export PLACEMENTD_NODE2_PORT=$PLACEMENT_PORT
+root=$(cd "$here/../.." && pwd)
+compose() { "$here/compose.sh" "$@"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+export PLACEMENTD_NODE1_PORT=$(free_port) PLACEMENTD_NODE2_PORT=$(free_port) PLACEMENTD_NODE3_PORT=$(free_port)
 export PLACEMENTD_CORS_ALLOWED_ORIGIN=${PLACEMENT_CORS_ALLOWED_ORIGIN:-}
 export PLACEMENTD_CORS_ALLOW_HEADERS=${PLACEMENT_CORS_ALLOW_HEADERS:-}
 export PLACEMENTD_LOG_LEVEL=warn
-"$here/compose.sh" down -v -t 0 >/dev/null 2>&1
-stop() { "$here/compose.sh" down -v -t 0 >/dev/null 2>&1; exit 0; }
-trap stop TERM INT
-"$here/compose.sh" up -d >/dev/null 2>&1 || { "$here/compose.sh" up -d; exit 1; }
-# The harness polls GET / until the cluster answers; follow the logs
-# meanwhile (it keeps them with --server-logs).
-"$here/compose.sh" logs -f --no-color &
+down() { compose down -v -t 0 >/dev/null 2>&1 || true; }
+down
+trap 'down; exit 0' TERM INT
+trap down EXIT
+compose up -d >/dev/null 2>&1
+for i in $(seq 150); do
+  n=$("$root/bin/placementd" cluster status --addr "127.0.0.1:$PLACEMENTD_NODE1_PORT" \
+      --cluster-secret "$PLACEMENTD_CLUSTER_SECRET" 2>/dev/null | awk 'NR>3 && $4=="true" {n++} END {print n+0}')
+  [[ $n == 3 ]] && break
+  sleep 0.2
+done
+python3 - "$PLACEMENT_HOST" "$PLACEMENT_PORT" "$PLACEMENTD_NODE2_PORT" <<'PY' &
+import socket, sys, threading
+host, port, target = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def pipe(a, b):
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try: s.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+ln = socket.create_server((host, port))
+while True:
+    c, _ = ln.accept()
+    u = socket.create_connection(("127.0.0.1", target))
+    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+PY
 wait

@@ -41,5 +41,37 @@ clean:
 # A 3-node docker compose cluster from the FROM-scratch image: the required
 # conformance files through a follower, then `docker kill` of the leader.
 .PHONY: e2e
-e2e:
+e2e: build
 	CONFORMANCE_DIR="$(abspath $(CONFORMANCE_DIR))" CONFORMANCE_FILES="$(CONFORMANCE_REQUIRED)" cluster/e2e/e2e.sh
+
+# The fault-injection soak (cluster/faults): every nemesis over 3- and
+# 5-node clusters for SOAK each, then the summary table.
+SOAK ?= 30m
+SOAK_NODES ?= 3,5
+.PHONY: soak
+soak:
+	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' ./cluster/faults/ -v -args -faults.soak $(SOAK) -faults.nodes $(SOAK_NODES)
+
+# Every fuzz target for FUZZTIME each (go test -fuzz runs one at a time).
+FUZZTIME ?= 10m
+FUZZ_PACKAGES := ./httpapi ./fsm ./snapshot
+.PHONY: fuzz
+fuzz:
+	@set -e; for pkg in $(FUZZ_PACKAGES); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+# Upstream Placement (Debian's packages, uwsgi + PostgreSQL) against
+# placementd with 1 and 3 nodes: one table with ratios (bench/compare.sh).
+.PHONY: bench-compare
+bench-compare:
+	bench/compare.sh
+
+# The operator's guide's commands against real processes
+# (docs/scripts/ops-check.sh); DOCKER=1 adds the image and compose cluster.
+.PHONY: ops-check
+ops-check: build
+	docs/scripts/ops-check.sh

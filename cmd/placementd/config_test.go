@@ -115,3 +115,29 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 		}
 	})
 }
+
+// Upstream's allocation-candidates options are serve flags; bad values
+// stop the server before it opens anything.
+func TestCandidateFlags(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c := serveFlags(fs)
+	if err := configure(fs, []string{"--max-allocation-candidates", "1000", "--allocation-candidates-generation-strategy", "breadth-first", "--randomize-allocation-candidates"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if c.candidates != (candidateFlags{randomize: true, max: 1000, strategy: "breadth-first"}) {
+		t.Fatalf("candidate flags: %+v", c.candidates)
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--allocation-candidates-generation-strategy", "random"},
+		{"--max-allocation-candidates", "0"},
+	} {
+		err := serve(append([]string{"--data-dir", dir}, args...))
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("serve %v: %v, want an error naming %s", args, err, args[0])
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused start wrote to the data dir: %v", entries)
+	}
+}

@@ -95,6 +95,10 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		Authorizer:                  authz,
 		Keystone:                    c.security.apiKeystone,
 		Observer:                    mtr,
+
+		RandomizeAllocationCandidates: c.candidates.randomize,
+		MaxAllocationCandidates:       c.candidates.max,
+		AllocationCandidatesStrategy:  c.candidates.strategy,
 	})
 	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log})
 	// Answer a non-numeric Content-Length as upstream does, not with Go's

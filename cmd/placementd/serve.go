@@ -20,8 +20,17 @@ type serveConfig struct {
 	incompleteProject, incompleteUser   string
 	authStrategy                        string
 	logFormat, logLevel                 string
+	candidates                          candidateFlags
 	cluster                             clusterFlags
 	security                            securityFlags
+}
+
+// candidateFlags are upstream's [placement] options for GET
+// /allocation_candidates.
+type candidateFlags struct {
+	randomize bool
+	max       int
+	strategy  string
 }
 
 // clusterFlags are the serve flags about the Raft group.
@@ -66,6 +75,9 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.authStrategy, "auth-strategy", "noauth2", "authentication: noauth2 (the token is user[:project], for tests) or keystone (tokens validated by Keystone, see --keystone-*)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&c.candidates.randomize, "randomize-allocation-candidates", false, "return a random sample of the allocation candidates instead of the first ones in a fixed order, as upstream's [placement] randomize_allocation_candidates")
+	fs.IntVar(&c.candidates.max, "max-allocation-candidates", -1, "bound on the candidates an allocation-candidates search generates before limit applies (-1: no bound), as upstream's [placement] max_allocation_candidates")
+	fs.StringVar(&c.candidates.strategy, "allocation-candidates-generation-strategy", "depth-first", "order in which candidates are generated when bounded: depth-first or breadth-first, as upstream's [placement] allocation_candidates_generation_strategy")
 	c.cluster.register(fs)
 	c.security.register(fs)
 	return c
@@ -133,6 +145,12 @@ func serve(args []string) error {
 		}
 	default:
 		return fmt.Errorf("--auth-strategy %q is not supported (noauth2, keystone)", c.authStrategy)
+	}
+	if s := c.candidates.strategy; s != "depth-first" && s != "breadth-first" {
+		return fmt.Errorf("--allocation-candidates-generation-strategy %q: want depth-first or breadth-first", s)
+	}
+	if c.candidates.max == 0 || c.candidates.max < -1 {
+		return fmt.Errorf("--max-allocation-candidates %d: want -1 (no bound) or a positive number", c.candidates.max)
 	}
 	id, err := nodeID(c.nodeID, c.dataDir)
 	if err != nil {

@@ -267,9 +267,12 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 				return nil, importError("resource provider %s: unknown trait %s.", p.UUID, t)
 			}
 		}
+		// Aggregates are kept as the API accepted them (upstream's format
+		// "uuid" lets through upper case and missing dashes), so only
+		// what upstream's 36-character column could hold is checked.
 		for _, a := range p.Aggregates {
-			if !uuidPattern.MatchString(a) {
-				return nil, importError("resource provider %s: aggregate %q is not a canonical uuid.", p.UUID, a)
+			if a == "" || len(a) > 36 {
+				return nil, importError("resource provider %s: aggregate %q is not a uuid.", p.UUID, a)
 			}
 		}
 	}

@@ -49,7 +49,8 @@ func imSource(t *testing.T) *Store {
 	must(at(14), &SetInventories{Provider: imShare, Inventories: []InventoryValues{alInv("DISK_GB", 1000)}})
 	must(at(15), &SetProviderTraits{Provider: imShare, Generation: 1, Traits: []string{SharingTrait, "CUSTOM_RACK_1"}})
 	must(at(16), &SetAggregates{UUID: imShare, Aggregates: []string{imAgg}, Generation: alGen(2)})
-	must(at(17), &SetAggregates{UUID: imRoot2, Aggregates: []string{imAgg}})
+	// The API keeps aggregate uuids as written, dashes or not (as upstream).
+	must(at(17), &SetAggregates{UUID: imRoot2, Aggregates: []string{imAgg, "AAAAAAAA000000000000000000000002"}})
 	c1 := alClaim(imCons1, imChild1, "VCPU", 2, "CUSTOM_GPU", 1)
 	c1.Allocations = append(c1.Allocations, AllocationRequest{Provider: imShare, Class: "DISK_GB", Used: 100})
 	c1.ConsumerType = "INSTANCE"

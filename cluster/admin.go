@@ -248,7 +248,7 @@ func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus 
 			} else if ms.HTTPAddr == "" {
 				ms.Error = "API address not known yet"
 				return
-			} else if err := getJSON(ctx, h.client, ms.HTTPAddr, "/_cluster/self", auth, &st); err != nil {
+			} else if err := getJSON(ctx, h.client, h.node.peerURL(ms.HTTPAddr, "/_cluster/self"), auth, &st); err != nil {
 				ms.Error = err.Error()
 				return
 			}
@@ -265,8 +265,8 @@ func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus 
 	return out
 }
 
-func getJSON(ctx context.Context, c *http.Client, addr, path, auth string, dst any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+func getJSON(ctx context.Context, c *http.Client, url, auth string, dst any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func getJSON(ctx context.Context, c *http.Client, addr, path, auth string, dst a
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s%s: %s", addr, path, resp.Status)
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(dst)
 }

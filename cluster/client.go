@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,15 +18,50 @@ import (
 type Client struct {
 	Addr   string
 	Secret string
-	HTTP   *http.Client
+	// TLS, when set, makes an Addr without a scheme an https:// one, and
+	// verifies the server against TLS.RootCAs (nil: the system roots)
+	// unless HTTP is given. An https:// Addr works without it.
+	TLS  *tls.Config
+	HTTP *http.Client
 }
 
 func (c *Client) url(path string) string {
 	addr := strings.TrimSuffix(c.Addr, "/")
 	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+		addr = schemeFor(c.TLS) + "://" + addr
 	}
 	return addr + path
+}
+
+func schemeFor(tlsConf *tls.Config) string {
+	if tlsConf != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// apiClient is an HTTP client for the APIs of members: with tlsConf, it
+// verifies their certificates against tlsConf.RootCAs.
+func apiClient(tlsConf *tls.Config) *http.Client {
+	if tlsConf == nil {
+		return http.DefaultClient
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = clientTLS(tlsConf)
+	return &http.Client{Transport: tr}
+}
+
+// clientTLS is a copy of c that speaks TLS 1.2 or later.
+func clientTLS(c *tls.Config) *tls.Config {
+	c = c.Clone()
+	c.MinVersion = max(c.MinVersion, tls.VersionTLS12)
+	return c
+}
+
+// peerURL is the URL of path on the API of the member at addr (host:port):
+// members all serve HTTPS, or all plain HTTP (Config.APITLS).
+func (n *Node) peerURL(addr, path string) string {
+	return schemeFor(n.cfg.APITLS) + "://" + addr + path
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
@@ -49,7 +85,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = apiClient(c.TLS)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -126,6 +162,8 @@ func (c *Client) Snapshot(ctx context.Context, w io.Writer) error {
 // address may have changed).
 func (n *Node) JoinCluster(ctx context.Context, targets []string, secret string, nonVoter bool) error {
 	req := JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter}
+	hc := apiClient(n.cfg.APITLS)
+	defer hc.CloseIdleConnections()
 	var last error
 	for {
 		for _, t := range targets {
@@ -133,7 +171,7 @@ func (n *Node) JoinCluster(ctx context.Context, targets []string, secret string,
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			err := (&Client{Addr: t, Secret: secret}).Join(cctx, req)
+			err := (&Client{Addr: t, Secret: secret, TLS: n.cfg.APITLS, HTTP: hc}).Join(cctx, req)
 			cancel()
 			if err == nil {
 				return nil
@@ -170,11 +208,13 @@ func (n *Node) Leave(ctx context.Context, secret string) error {
 			return fmt.Errorf("leave: transferring leadership: %w", err)
 		}
 	}
+	hc := apiClient(n.cfg.APITLS)
+	defer hc.CloseIdleConnections()
 	var last error
 	for {
 		if id, addr := n.Leader(); id != "" && id != n.cfg.NodeID && addr != "" {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			last = (&Client{Addr: addr, Secret: secret}).Remove(cctx, n.cfg.NodeID)
+			last = (&Client{Addr: addr, Secret: secret, TLS: n.cfg.APITLS, HTTP: hc}).Remove(cctx, n.cfg.NodeID)
 			cancel()
 			var se *StatusError
 			if last == nil || (errors.As(last, &se) && se.Code == http.StatusNotFound) {

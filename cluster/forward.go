@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -74,6 +75,10 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	if n.cfg.APITLS != nil {
+		tr.TLSClientConfig = clientTLS(n.cfg.APITLS)
+		tr.TLSHandshakeTimeout = 5 * time.Second
 	}
 	return &Handler{node: n, api: api, opts: opts, client: &http.Client{
 		Transport: tr,
@@ -178,7 +183,7 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 
 func (h *Handler) send(r *http.Request, addr string, body []byte, hops int) (*http.Response, error) {
 	u := *r.URL
-	u.Scheme, u.Host = "http", addr
+	u.Scheme, u.Host = schemeFor(h.node.cfg.APITLS), addr
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -223,9 +228,14 @@ func isWrite(r *http.Request) bool {
 	return r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
 }
 
+// isDialError reports whether err certainly came before the request was
+// sent: dialing failed, or the TLS handshake was refused (the peer is not
+// speaking TLS, or its certificate did not verify).
 func isDialError(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	var rh tls.RecordHeaderError
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &rh) || errors.As(err, &cv)
 }
 
 // writeUnavailable answers 503 in Placement's error format.

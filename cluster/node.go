@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -45,6 +46,18 @@ type Config struct {
 	Logger       hclog.Logger
 	// Transport, when set, replaces the TCP transport (in-memory tests).
 	Transport raft.Transport
+	// RaftTLS, when set, makes the Raft transport mutual TLS: this node's
+	// certificate (Certificates) and the cluster's CA (RootCAs). Every
+	// peer, dialing or dialed, must present a certificate the CA signed,
+	// with serverAuth and clientAuth usages; host names are not checked
+	// (see raftTLSConfigs). Every member must use it, or none.
+	RaftTLS *tls.Config
+	// APITLS, when set, says that every member serves its API over HTTPS:
+	// this node reaches its peers' APIs (forwarding to the leader, status,
+	// join, leave) with https:// and verifies their certificates with
+	// APITLS.RootCAs (nil: the system roots), host name included. It is
+	// the client side only; serving HTTPS is the caller's business.
+	APITLS *tls.Config
 	// InMemory keeps the log and snapshots in memory (tests only).
 	InMemory bool
 	// Tune, when set, may adjust the Raft configuration before start.
@@ -132,7 +145,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 
 	n.transport = cfg.Transport
 	if n.transport == nil {
-		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.Logger)
+		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, cfg.Logger)
 		if err != nil {
 			n.closeStores()
 			return nil, err

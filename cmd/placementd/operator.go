@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,17 +20,28 @@ import (
 // cluster's operator API.
 type operatorFlags struct {
 	addr, secret string
+	tls          *tls.Config // from --tls-ca-file; nil: plain http unless --addr says https://
 	timeout      time.Duration
 }
 
 func (o *operatorFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8778", "API address (host:port or URL) of any member")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8778", "API address (host:port or URL) of any member; https://HOST:PORT for a cluster serving HTTPS")
 	fs.StringVar(&o.secret, "cluster-secret", "", "the cluster secret")
+	// Named as serve's flag, so a node's --config file serves here too.
+	// Loaded as it is parsed, so a bad file is reported as a bad flag.
+	fs.Func("tls-ca-file", "PEM `file` of the CA certificates that verify the API's certificate; implies https for an --addr without a scheme (an https:// --addr alone uses the system roots)", func(path string) error {
+		pool, err := loadCAFile("--tls-ca-file", path)
+		if err != nil {
+			return err
+		}
+		o.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		return nil
+	})
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
 }
 
 func (o *operatorFlags) client() *cluster.Client {
-	return &cluster.Client{Addr: o.addr, Secret: o.secret}
+	return &cluster.Client{Addr: o.addr, Secret: o.secret, TLS: o.tls}
 }
 
 // parseCommand parses args into fs (flags may follow the positional

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,12 +54,16 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		ln.Close()
 		return err
 	}
+	sec := &c.security
+	if sec.apiTLS != nil {
+		ln = tls.NewListener(ln, sec.apiTLS)
+	}
 
 	machine := fsm.New()
 	mtr := newMetrics(machine, log)
 	node, err := cluster.Open(cluster.Config{
 		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
-		DataDir: c.dataDir,
+		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS,
 		// A fresh node given --join waits to be added instead.
 		Bootstrap: len(joins) == 0,
 		Logger:    raftLogger(log),
@@ -102,11 +107,15 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	})
 	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log})
 	// Answer a non-numeric Content-Length as upstream does, not with Go's
-	// bare 400.
+	// bare 400. It reads the decrypted stream, so it wraps the TLS listener.
 	ln = httpapi.FixContentLength(ln)
-	srv := &http.Server{Handler: withProbes(front, mtr), ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = withProbes(front, mtr)
+	if sec.apiTLS != nil {
+		handler = markTLS(handler)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("placementd serving", "node", id, "http", ln.Addr().String(), "http_advertise", httpAdv,
-		"raft", node.RaftAddr(), "data_dir", c.dataDir)
+		"raft", node.RaftAddr(), "data_dir", c.dataDir, "api_tls", sec.apiTLS != nil, "raft_tls", sec.raftTLS != nil)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 
@@ -200,6 +209,21 @@ func restorePending(node *cluster.Node, path string, log *slog.Logger) error {
 	}
 	log.Info("restored snapshot", "file", path, "digest", digest)
 	return os.Remove(path)
+}
+
+// markTLS sets r.TLS on requests that came over the TLS listener. The
+// FixContentLength wrapper hides the *tls.Conn from http.Server, which
+// then leaves r.TLS nil; the API reads it to write https:// in absolute
+// Location headers. The state is a placeholder: nothing here reads the
+// peer's certificates (the API does not ask for client certificates).
+func markTLS(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			r = r.WithContext(r.Context())
+			r.TLS = &tls.ConnectionState{HandshakeComplete: true}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // advertiseAddr is the configured address, or the bound one with the

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
+	"fmt"
+	"os"
 	"time"
 
+	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/httpapi"
 )
 
@@ -18,6 +23,12 @@ type securityFlags struct {
 	keystoneServiceRoles string
 	// apiKeystone is what the API gets: nil unless --auth-strategy keystone.
 	apiKeystone *httpapi.KeystoneConfig
+
+	tlsCert, tlsKey, tlsCA             string
+	raftTLSCert, raftTLSKey, raftTLSCA string
+	// Built by loadTLS: the API's server side (nil: plain HTTP), the
+	// client side for the peers' APIs, and Raft's mutual TLS.
+	apiTLS, peerAPITLS, raftTLS *tls.Config
 }
 
 func (c *securityFlags) register(fs *flag.FlagSet) {
@@ -36,6 +47,76 @@ func (c *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.keystoneServiceRoles, "keystone-service-token-roles", "service", "comma-separated roles that let an X-Service-Token carry an expired user token ([keystone_authtoken] service_token_roles)")
 	fs.StringVar(&k.ServiceType, "keystone-service-type", "", "Placement's service type in the catalog (placement), needed to accept application credentials restricted by access rules ([keystone_authtoken] service_type)")
 	fs.DurationVar(&k.Timeout, "keystone-timeout", 10*time.Second, "bound on each request to Keystone ([keystone_authtoken] http_connect_timeout)")
+
+	fs.StringVar(&c.tlsCert, "tls-cert-file", "", "PEM certificate (chain) of the API: with --tls-key-file, the API is served over HTTPS (TLS 1.2+) and this node reaches the other members' APIs with https; every member must agree")
+	fs.StringVar(&c.tlsKey, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&c.tlsCA, "tls-ca-file", "", "PEM CA bundle that verifies the other members' API certificates (default: the system roots); needs --tls-cert-file")
+	fs.StringVar(&c.raftTLSCert, "raft-tls-cert-file", "", "PEM certificate of this node for Raft's mutual TLS, signed by --raft-tls-ca-file, with serverAuth and clientAuth usages (host names are not checked)")
+	fs.StringVar(&c.raftTLSKey, "raft-tls-key-file", "", "PEM private key of --raft-tls-cert-file")
+	fs.StringVar(&c.raftTLSCA, "raft-tls-ca-file", "", "PEM CA of the cluster's Raft certificates: Raft connections in both directions must present a certificate it signed; every member must agree")
+}
+
+// loadTLS checks that the TLS flags come in complete sets and loads the
+// files, so that a bad setting stops serve before it touches anything.
+func (c *securityFlags) loadTLS() error {
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return errors.New("--tls-cert-file and --tls-key-file go together: give both or neither")
+	}
+	if c.tlsCA != "" && c.tlsCert == "" {
+		return errors.New("--tls-ca-file needs --tls-cert-file and --tls-key-file: members serve their APIs over HTTPS all or none")
+	}
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+		}
+		c.apiTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		c.peerAPITLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.tlsCA != "" {
+			if c.peerAPITLS.RootCAs, err = loadCAFile("--tls-ca-file", c.tlsCA); err != nil {
+				return err
+			}
+		}
+	}
+
+	set := 0
+	for _, f := range []string{c.raftTLSCert, c.raftTLSKey, c.raftTLSCA} {
+		if f != "" {
+			set++
+		}
+	}
+	switch set {
+	case 0:
+		return nil
+	case 3:
+	default:
+		return errors.New("--raft-tls-cert-file, --raft-tls-key-file and --raft-tls-ca-file go together: give all three or none")
+	}
+	cert, err := tls.LoadX509KeyPair(c.raftTLSCert, c.raftTLSKey)
+	if err != nil {
+		return fmt.Errorf("--raft-tls-cert-file/--raft-tls-key-file: %w", err)
+	}
+	pool, err := loadCAFile("--raft-tls-ca-file", c.raftTLSCA)
+	if err != nil {
+		return err
+	}
+	// cluster.Open derives both sides (client certificates required and
+	// verified against the CA) from these.
+	c.raftTLS = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return cluster.CheckRaftTLS(c.raftTLS)
+}
+
+// loadCAFile reads a PEM bundle of CA certificates.
+func loadCAFile(flagName, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: %s holds no PEM certificate", flagName, path)
+	}
+	return pool, nil
 }
 
 // keystoneConfig is the API's Keystone configuration for

@@ -152,6 +152,9 @@ func serve(args []string) error {
 	if c.candidates.max == 0 || c.candidates.max < -1 {
 		return fmt.Errorf("--max-allocation-candidates %d: want -1 (no bound) or a positive number", c.candidates.max)
 	}
+	if err := c.security.loadTLS(); err != nil {
+		return err
+	}
 	id, err := nodeID(c.nodeID, c.dataDir)
 	if err != nil {
 		return err

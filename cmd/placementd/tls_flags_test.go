@@ -1,0 +1,121 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
+	"io"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writePEM writes a new CA, and a node certificate and key signed by it,
+// into dir, and returns the three file names.
+func writePEM(t *testing.T, dir, prefix string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	write := func(name, typ string, der []byte) string {
+		path := filepath.Join(dir, prefix+name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	caKey, key := newKey(), newKey()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: prefix + "CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ = x509.ParseCertificate(caDER)
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "n1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("cert.pem", "CERTIFICATE", leafDER), write("key.pem", "PRIVATE KEY", keyDER)
+}
+
+// The TLS flags come in complete sets; an incomplete set, or files that
+// do not load, stop serve before it writes anything to the data dir.
+func TestTLSFlagsComeInSets(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(t.TempDir(), "not.pem")
+	if err := os.WriteFile(garbage, []byte("not PEM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pems := t.TempDir()
+	ca, cert, key := writePEM(t, pems, "a-")
+	otherCA, _, _ := writePEM(t, pems, "b-")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// A Raft certificate its own CA did not sign would be refused by
+		// every peer.
+		{[]string{"--raft-tls-cert-file", cert, "--raft-tls-key-file", key, "--raft-tls-ca-file", otherCA}, "unknown authority"},
+		{[]string{"--tls-cert-file", garbage}, "--tls-key-file"},
+		{[]string{"--tls-key-file", garbage}, "--tls-cert-file"},
+		{[]string{"--tls-ca-file", garbage}, "--tls-ca-file needs"},
+		{[]string{"--tls-cert-file", garbage, "--tls-key-file", garbage}, "--tls-cert-file/--tls-key-file"},
+		{[]string{"--raft-tls-cert-file", garbage, "--raft-tls-key-file", garbage}, "all three or none"},
+		{[]string{"--raft-tls-ca-file", garbage}, "all three or none"},
+		{[]string{"--raft-tls-cert-file", garbage, "--raft-tls-key-file", garbage, "--raft-tls-ca-file", garbage}, "--raft-tls-cert-file/--raft-tls-key-file"},
+	} {
+		err := serve(append([]string{"--data-dir", dir}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused start wrote to the data dir: %v", entries)
+	}
+
+	// Complete sets load.
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c := serveFlags(fs)
+	if err := configure(fs, []string{"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-file", otherCA,
+		"--raft-tls-cert-file", cert, "--raft-tls-key-file", key, "--raft-tls-ca-file", ca}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.security.loadTLS(); err != nil {
+		t.Fatal(err)
+	}
+	if c.security.apiTLS == nil || c.security.peerAPITLS.RootCAs == nil || c.security.raftTLS == nil {
+		t.Fatalf("TLS not configured: %+v", c.security)
+	}
+
+	// The operator commands load --tls-ca-file as they parse it.
+	fs = flag.NewFlagSet("cluster status", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o operatorFlags
+	o.register(fs)
+	if _, err := parseCommand(fs, []string{"--tls-ca-file", garbage}); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Errorf("operator --tls-ca-file with no certificate: %v", err)
+	}
+	if o.client().TLS != nil {
+		t.Error("a CA file that did not load still turned TLS on")
+	}
+}

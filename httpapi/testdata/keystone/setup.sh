@@ -15,10 +15,17 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 url=http://127.0.0.1:$port/v3
 admin_password=admin-secret-$RANDOM$RANDOM
+parent=$PPID # the test, which Keystone must not outlive
 
-for cmd in keystone-manage uwsgi python3; do
+for cmd in keystone-manage uwsgi; do
   command -v "$cmd" >/dev/null || { echo "setup.sh: $cmd not found (apt-get install keystone)" >&2; exit 2; }
 done
+# The interpreter keystone is installed for (python3 on PATH may be another
+# one, e.g. pyenv's).
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3) || { echo "setup.sh: python3 not found" >&2; exit 2; }
+# Whatever fails below, show why.
+trap 'rc=$?; [ $rc -eq 0 ] || tail -n 40 "$dir"/setup.log "$dir"/uwsgi.log "$dir"/keystone.log >&2 2>/dev/null; exit $rc' EXIT
 
 cat >"$dir/keystone.conf" <<CONF
 [DEFAULT]
@@ -33,21 +40,31 @@ key_repository = $dir/fernet-keys
 key_repository = $dir/credential-keys
 [token]
 provider = fernet
+# Keystone's own cache, in the memory of its single uwsgi process: without
+# it every validation runs some 500 SQL queries (close to a second); with
+# it a few milliseconds. Being in-process it is invalidated at once on
+# revocation, and expiry and revocation are checked after the cached
+# lookup, so the test sees what an uncached Keystone would answer.
 [cache]
-enabled = false
+enabled = true
+backend = dogpile.cache.memory
 [identity]
 # bcrypt's cheapest cost: the test authenticates often.
 password_hash_rounds = 4
 CONF
 
 manage() { keystone-manage --config-file "$dir/keystone.conf" "$@" >>"$dir/setup.log" 2>&1; }
+# keystone-manage spends seconds importing keystone: the key repositories
+# (no database) are made while db_sync runs.
+manage fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)" & fernet=$!
+manage credential_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)" & credential=$!
 manage db_sync
+wait $fernet
+wait $credential
 # In WAL mode a request's open read transaction does not block the same
 # request's write (the default rollback journal answers "database is
 # locked" when Keystone creates anything).
-python3 -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL")' "$dir/keystone.db"
-manage fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
-manage credential_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
+"$py" -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL")' "$dir/keystone.db"
 manage bootstrap --bootstrap-password "$admin_password" \
   --bootstrap-username admin --bootstrap-project-name admin --bootstrap-role-name admin \
   --bootstrap-service-name keystone --bootstrap-region-id RegionOne \
@@ -62,7 +79,7 @@ uwsgi --plugin python3 --http11-socket "127.0.0.1:$port" --wsgi-file /usr/bin/ke
 
 # Create the projects, users and role assignments through the API, as an
 # operator would.
-KEYSTONE_URL=$url ADMIN_PASSWORD=$admin_password OUT=$dir/users.json python3 - <<'PY' || { tail -n 40 "$dir/uwsgi.log" "$dir/keystone.log" >&2; exit 1; }
+KEYSTONE_URL=$url ADMIN_PASSWORD=$admin_password OUT=$dir/users.json "$py" - <<'PY'
 import json, os, time, urllib.request, urllib.error
 
 url, out = os.environ["KEYSTONE_URL"], os.environ["OUT"]
@@ -93,7 +110,7 @@ while True:
             raise SystemExit("keystone did not answer within 60 s")
         time.sleep(0.2)
 
-# Keystone spends a good part of a second on every request: make few.
+# Keystone spends a good part of a second on a cold request: make few.
 _, headers, body = call("POST", "/auth/tokens", {"auth": {
     "identity": {"methods": ["password"], "password": {"user": {
         "name": "admin", "domain": {"id": "default"}, "password": os.environ["ADMIN_PASSWORD"]}}},
@@ -124,4 +141,9 @@ for name, project, role in (("placement", "service", "service"), ("nova", "servi
 with open(out, "w") as f:
     json.dump({"auth_url": url, "projects": projects, "roles": roles, "users": users}, f, indent=1)
 PY
-echo "keystone at $url (pid $(cat "$dir/keystone.pid"))"
+pid=$(cat "$dir/keystone.pid")
+# Should the test die without its cleanup (a -timeout panic, a kill), stop
+# Keystone with it rather than leave it running.
+( while kill -0 "$parent" 2>/dev/null; do sleep 2; done
+  kill -0 "$pid" 2>/dev/null && grep -q uwsgi "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" ) </dev/null >/dev/null 2>&1 &
+echo "keystone at $url (pid $pid)"

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -89,8 +90,22 @@ func clusterCommand(args []string) error {
 		if len(pos) != 1 {
 			return errors.New("usage: placementd cluster remove NODE")
 		}
-		if err := o.client().Remove(ctx, pos[0]); err != nil {
-			return err
+		// Removing the leader hands leadership over first and answers
+		// 503: the new leader then carries out the same request.
+		for {
+			err := o.client().Remove(ctx, pos[0])
+			var se *cluster.StatusError
+			if err == nil {
+				break
+			}
+			if !errors.As(err, &se) || se.Code != http.StatusServiceUnavailable || ctx.Err() != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
 		fmt.Printf("removed %s\n", pos[0])
 		return nil

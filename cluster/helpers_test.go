@@ -68,7 +68,7 @@ func fastRaft(tune func(*raft.Config)) func(*raft.Config) {
 func (c *testCluster) start(id string, bootstrap bool, tune func(*raft.Config)) *testNode {
 	c.t.Helper()
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(id))
-	return c.startWith(id, trans, cluster.Config{Bootstrap: bootstrap, InMemory: true, Tune: fastRaft(tune)})
+	return c.startWith(id, trans, cluster.Config{Bootstrap: bootstrap, InMemory: true, DataDir: c.t.TempDir(), Tune: fastRaft(tune)})
 }
 
 func (c *testCluster) startWith(id string, trans *raft.InmemTransport, cfg cluster.Config) *testNode {

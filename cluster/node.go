@@ -58,7 +58,8 @@ type Config struct {
 	// APITLS.RootCAs (nil: the system roots), host name included. It is
 	// the client side only; serving HTTPS is the caller's business.
 	APITLS *tls.Config
-	// InMemory keeps the log and snapshots in memory (tests only).
+	// InMemory keeps the log in memory, and snapshots too unless DataDir
+	// is set (tests only).
 	InMemory bool
 	// Tune, when set, may adjust the Raft configuration before start.
 	Tune func(*raft.Config)
@@ -120,6 +121,14 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.InMemory {
 		mem := raft.NewInmemStore()
 		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+		// raft's in-memory snapshot store hands out the snapshot being
+		// written to a follower it installs on (a data race): with a
+		// DataDir, snapshots go to files even in memory mode.
+		if cfg.DataDir != "" {
+			if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
+				return nil, err
+			}
+		}
 	} else {
 		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 			return nil, err

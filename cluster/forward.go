@@ -151,11 +151,6 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 				err = errNotApplied
 			}
 			if err == nil {
-				if h.draining.Load() {
-					// Let the peer open a new connection to whoever
-					// leads next rather than reuse one this node closes.
-					w.Header().Set("Connection", "close")
-				}
 				relay(w, resp)
 				return
 			}

@@ -16,8 +16,8 @@ export PLACEMENTD_CORS_ALLOW_HEADERS=${PLACEMENT_CORS_ALLOW_HEADERS:-}
 export PLACEMENTD_LOG_LEVEL=warn
 down() { compose down -v -t 0 >/dev/null 2>&1 || true; }
 down
-trap 'down; exit 0' TERM INT
 trap down EXIT
+trap 'exit 0' TERM INT
 compose up -d >/dev/null 2>&1
 for i in $(seq 150); do
   n=$("$root/bin/placementd" cluster status --addr "127.0.0.1:$PLACEMENTD_NODE1_PORT" \

@@ -112,6 +112,30 @@ func (h *Handler) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got, want) == 1
 }
 
+// checkSecret answers 403 when no cluster secret is configured and 401
+// when the request does not carry it; it reports whether to go on.
+func (h *Handler) checkSecret(w http.ResponseWriter, r *http.Request) bool {
+	if h.opts.Secret == "" {
+		writeErrorBody(w, http.StatusForbidden, "The operator API is disabled: start placementd with --cluster-secret.")
+		return false
+	}
+	if !h.authorized(r) {
+		writeErrorBody(w, http.StatusUnauthorized, "The cluster secret is missing or wrong.")
+		return false
+	}
+	return true
+}
+
+// RequireSecret serves next only to requests carrying the cluster secret,
+// as the operator API does (/metrics on the API port).
+func (h *Handler) RequireSecret(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.checkSecret(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
 func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 	route := r.Method + " " + r.URL.Path
 	if route == "GET /_cluster/health" || route == "HEAD /_cluster/health" {
@@ -124,12 +148,7 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 		writeJSONBody(w, code, st)
 		return
 	}
-	if h.opts.Secret == "" {
-		writeErrorBody(w, http.StatusForbidden, "The operator API is disabled: start placementd with --cluster-secret.")
-		return
-	}
-	if !h.authorized(r) {
-		writeErrorBody(w, http.StatusUnauthorized, "The cluster secret is missing or wrong.")
+	if !h.checkSecret(w, r) {
 		return
 	}
 	switch route {

@@ -134,3 +134,33 @@ func TestReadyzFalseWhileDraining(t *testing.T) {
 		t.Fatal("Readiness says ready while draining")
 	}
 }
+
+// RequireSecret (/metrics on the API port) lets through only requests
+// with the cluster secret, and nothing when no secret is configured.
+func TestRequireSecret(t *testing.T) {
+	c := newTestCluster(t)
+	n := c.start("n1", true, nil)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("metrics")) })
+	call := func(h http.Handler, auth string) int {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	guarded := front(n).RequireSecret(ok)
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer wrong", 401}, {secret, 401}, {"Bearer " + secret, 200}} {
+		if got := call(guarded, tc.auth); got != tc.want {
+			t.Errorf("Authorization %q: %d, want %d", tc.auth, got, tc.want)
+		}
+	}
+	noSecret := n.node.Handler(http.NotFoundHandler(), cluster.HandlerOptions{}).RequireSecret(ok)
+	if got := call(noSecret, "Bearer "+secret); got != 403 {
+		t.Errorf("without a configured secret: %d, want 403", got)
+	}
+}

@@ -156,7 +156,7 @@ var flagGroups = []struct {
 	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-"}},
 	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
 	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout"}},
-	{"Logs and configuration", []string{"log-", "config"}},
+	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "config"}},
 }
 
 func flagGroup(name string) int {
@@ -209,8 +209,8 @@ func serveUsage(fs *flag.FlagSet) {
 	fmt.Fprint(w, `Usage: placementd serve [flags]
 
 Runs one placementd node: the Placement API, the cluster's operator API
-under /_cluster/, /healthz, /readyz and /metrics, all on --http-addr, and
-Raft on --raft-addr. A fresh --data-dir without --join starts a new
+under /_cluster/ and /metrics (both need the cluster secret), /healthz and
+/readyz, all on --http-addr, and Raft on --raft-addr. A fresh --data-dir without --join starts a new
 single-node cluster.
 
 Every flag can also be set with the environment variable shown, or in the

@@ -41,7 +41,8 @@ as underscores) or in a YAML file given with --config (keys named as the
 flags). Precedence: flag, then environment, then file, then default.
 
 A node serves the Placement API, /healthz, /readyz and /metrics
-(Prometheus) on its --http-addr. See docs/operators-guide.md.
+(Prometheus, with the cluster secret; or on --metrics-addr) on its
+--http-addr. See docs/operators-guide.md.
 `)
 }
 

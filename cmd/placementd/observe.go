@@ -31,12 +31,14 @@ func raftLogger(log *slog.Logger) hclog.Logger {
 	return raftlog.New(log, "raft", hclog.Trace)
 }
 
-// withProbes serves /healthz, /readyz and /metrics on the API port,
-// unauthenticated and answered by this node (never forwarded to the
-// leader); every other path goes to the cluster front. Paths are matched
-// exactly: the Placement API sees every other path as it came.
+// withProbes serves /healthz and /readyz (unauthenticated) and /metrics
+// (with the cluster secret, as the operator API) on the API port, answered
+// by this node, never forwarded to the leader; every other path goes to
+// the cluster front. Paths are matched exactly: the Placement API sees
+// every other path as it came. --metrics-addr serves /metrics without the
+// secret on a listener of its own (metricsHandler).
 func withProbes(front *cluster.Handler, m *metrics.Metrics) http.Handler {
-	promHandler := m.Handler()
+	promHandler := front.RequireSecret(m.Handler())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
@@ -49,4 +51,12 @@ func withProbes(front *cluster.Handler, m *metrics.Metrics) http.Handler {
 			front.ServeHTTP(w, r)
 		}
 	})
+}
+
+// metricsHandler serves /metrics alone, for --metrics-addr: a listener an
+// operator keeps on a loopback or private address for Prometheus.
+func metricsHandler(m *metrics.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	return mux
 }

@@ -54,6 +54,14 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		ln.Close()
 		return err
 	}
+	var metricsLn net.Listener
+	if c.metricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", c.metricsAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 	sec := &c.security
 	if sec.apiTLS != nil {
 		ln = tls.NewListener(ln, sec.apiTLS)
@@ -118,6 +126,12 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		"raft", node.RaftAddr(), "data_dir", c.dataDir, "api_tls", sec.apiTLS != nil, "raft_tls", sec.raftTLS != nil)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if metricsLn != nil {
+		msrv := &http.Server{Handler: metricsHandler(mtr), ReadHeaderTimeout: 10 * time.Second}
+		go msrv.Serve(metricsLn)
+		defer msrv.Close()
+		log.Info("serving /metrics", "metrics", metricsLn.Addr().String())
+	}
 
 	// Join, or announce this node again (its address may have changed, or
 	// it left on its last shutdown). The only member of its own cluster

@@ -20,6 +20,7 @@ type serveConfig struct {
 	incompleteProject, incompleteUser   string
 	authStrategy                        string
 	logFormat, logLevel                 string
+	metricsAddr                         string
 	candidates                          candidateFlags
 	cluster                             clusterFlags
 	security                            securityFlags
@@ -75,6 +76,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.authStrategy, "auth-strategy", "noauth2", "authentication: noauth2 (the token is user[:project], for tests) or keystone (tokens validated by Keystone, see --keystone-*)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "also serve /metrics, without the cluster secret, on this address (keep it loopback or private); on --http-addr /metrics needs the cluster secret")
 	fs.BoolVar(&c.candidates.randomize, "randomize-allocation-candidates", false, "return a random sample of the allocation candidates instead of the first ones in a fixed order, as upstream's [placement] randomize_allocation_candidates")
 	fs.IntVar(&c.candidates.max, "max-allocation-candidates", -1, "bound on the candidates an allocation-candidates search generates before limit applies (-1: no bound), as upstream's [placement] max_allocation_candidates")
 	fs.StringVar(&c.candidates.strategy, "allocation-candidates-generation-strategy", "depth-first", "order in which candidates are generated when bounded: depth-first or breadth-first, as upstream's [placement] allocation_candidates_generation_strategy")

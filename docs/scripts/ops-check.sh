@@ -66,7 +66,7 @@ api() { # api METHOD NODE PATH [BODY] -> status code
     ${4:+-d "$4"} "127.0.0.1:${http[$2]}$3"
 }
 metric() { # metric NODE SERIES -> value
-  curl -fsS -m 5 "127.0.0.1:${http[$1]}/metrics" | awk -v s="$2" '$1==s {print $2}'
+  curl -fsS -m 5 -H "Authorization: Bearer $secret" "127.0.0.1:${http[$1]}/metrics" | awk -v s="$2" '$1==s {print $2}'
 }
 digest_of() { self "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["digest"], d["state_index"])'; }
 

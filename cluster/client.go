@@ -33,6 +33,18 @@ func (c *Client) url(path string) string {
 	return addr + path
 }
 
+// BaseURL is the root of the API the client talks to, with its scheme.
+func (c *Client) BaseURL() string { return c.url("") }
+
+// HTTPClient is the client c sends with: c.HTTP, or one that verifies the
+// API against c.TLS.
+func (c *Client) HTTPClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return apiClient(c.TLS)
+}
+
 func schemeFor(tlsConf *tls.Config) string {
 	if tlsConf != nil {
 		return "https"
@@ -83,11 +95,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if c.Secret != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Secret)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = apiClient(c.TLS)
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.HTTPClient().Do(req)
 	if err != nil {
 		return err
 	}

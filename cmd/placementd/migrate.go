@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/placementd/placementd/cluster"
@@ -263,7 +262,7 @@ func verifyFile(ctx context.Context, c *cluster.Client, doc *export.Document) ([
 	diffs := export.Compare(doc, export.FromImage(img))
 	if len(diffs) == 0 {
 		img.LastIndex = 0
-		fmt.Printf("verified: the cluster holds what %s describes (state digest %s, log index aside)\n", "the file", snapshot.Digest(img))
+		fmt.Printf("verified: the cluster holds what the file describes (state digest %s, log index aside)\n", snapshot.Digest(img))
 	}
 	return diffs, nil
 }
@@ -280,11 +279,12 @@ func verifyAPI(ctx context.Context, m *migrateFlags, doc *export.Document) ([]st
 	if minorOf(maxV) < 39 {
 		version = maxV
 	}
-	addr := m.addr
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+	// The same address, scheme and TLS as the import's operator calls.
+	pd := m.client()
+	dst := &upstream.Endpoint{URL: pd.BaseURL(), Token: m.placementdToken}
+	if pd.TLS != nil {
+		dst.HTTP = pd.HTTPClient()
 	}
-	dst := &upstream.Endpoint{URL: addr, Token: m.placementdToken}
 	reqs := upstream.Requests(doc, version)
 	progress("verifying: %d GETs on both APIs at microversion %s", len(reqs), version)
 	diffs, err := upstream.Compare(ctx, src, dst, reqs, m.workers)

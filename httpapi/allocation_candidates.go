@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/placementd/placementd/fsm/candidates"
 	"github.com/placementd/placementd/fsm/state"
@@ -342,17 +343,29 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	}
 	searched(res)
 	setLastModified(w, r, zeroTime)
+	buf := responseBuffers.Get().(*[]byte)
+	body := candidatesJSON((*buf)[:0], v, req, res)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
-	w.Write(candidatesJSON(v, req, res))
+	w.Write(body)
+	// Answers of a few hundred kilobytes are common; keeping their buffers
+	// spares the allocation and the garbage collector's work on every
+	// request. Very large ones are left to the collector.
+	if cap(body) <= 4<<20 {
+		*buf = body
+		responseBuffers.Put(buf)
+	}
 }
 
-// candidatesJSON renders the result in the shape of microversion v. It
+// responseBuffers holds byte slices to render answers into.
+var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// candidatesJSON appends the result to b in the shape of microversion v. It
 // writes the JSON directly (answers can hold thousands of candidates):
 // providers in first-use order, mappings in group order, summaries in
 // provider order.
-func candidatesJSON(v Version, req *candidates.Request, res *candidates.Result) []byte {
-	b := make([]byte, 0, 256+len(res.Candidates)*200+len(res.Summaries)*250)
+func candidatesJSON(b []byte, v Version, req *candidates.Request, res *candidates.Result) []byte {
 	b = append(b, `{"allocation_requests": [`...)
 	for i, c := range res.Candidates {
 		if i > 0 {

@@ -31,8 +31,17 @@ func envHeader(h http.Header, key string) (string, bool) {
 			names = append(names, name)
 		}
 	}
-	if len(names) == 0 {
+	return joinHeaders(h, names)
+}
+
+// joinHeaders joins the values of names (in sorted order, so that the
+// result does not depend on map order) with ",".
+func joinHeaders(h http.Header, names []string) (string, bool) {
+	switch len(names) {
+	case 0:
 		return "", false
+	case 1:
+		return strings.Join(h[names[0]], ","), true
 	}
 	sort.Strings(names)
 	var vals []string
@@ -42,9 +51,40 @@ func envHeader(h http.Header, key string) (string, bool) {
 	return strings.Join(vals, ","), true
 }
 
+// headerEnv is every header as envHeader gives it, computed in one pass
+// over the headers: what contextFromHeaders reads a dozen keys of on every
+// request.
+func headerEnv(h http.Header) map[string]string {
+	names := make(map[string][]string, len(h))
+	for name := range h {
+		k := envKey(name)
+		names[k] = append(names[k], name)
+	}
+	env := make(map[string]string, len(names))
+	for k, ns := range names {
+		env[k], _ = joinHeaders(h, ns)
+	}
+	return env
+}
+
 // envKey is the WSGI environ key of a header name.
 func envKey(name string) string {
-	return "HTTP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	b := make([]byte, 0, len("HTTP_")+len(name))
+	b = append(b, "HTTP_"...)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '-':
+			c = '_'
+		case 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		case c >= 0x80:
+			// Non-ASCII: Unicode upper-casing, as before.
+			return "HTTP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		}
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 // setEnvHeader replaces every header that maps to key with one value, as
@@ -95,9 +135,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 
 // contextFromHeaders is oslo.context's from_environ.
 func contextFromHeaders(h http.Header) Credentials {
+	env := headerEnv(h)
 	first := func(keys ...string) string {
 		for _, k := range keys {
-			if v, ok := envHeader(h, k); ok {
+			if v, ok := env[k]; ok {
 				return v
 			}
 		}
@@ -115,7 +156,7 @@ func contextFromHeaders(h http.Header) Credentials {
 		return out
 	}
 	isAdminProject := "true"
-	if v, ok := envHeader(h, "HTTP_X_IS_ADMIN_PROJECT"); ok {
+	if v, ok := env["HTTP_X_IS_ADMIN_PROJECT"]; ok {
 		isAdminProject = v
 	}
 	return Credentials{

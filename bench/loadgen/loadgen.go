@@ -21,6 +21,7 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -393,13 +394,81 @@ func (w *worker) candidatesQuery(i int) string {
 	return q
 }
 
-// candidates is the part of GET /allocation_candidates a scheduler uses.
+// candidates is the part of GET /allocation_candidates a scheduler uses:
+// the allocation requests, each decoded only when chosen.
 type candidates struct {
-	AllocationRequests []struct {
-		Allocations map[string]struct {
-			Resources map[string]int64 `json:"resources"`
-		} `json:"allocations"`
-	} `json:"allocation_requests"`
+	AllocationRequests []json.RawMessage
+}
+
+// allocationRequest is one of candidates.AllocationRequests (1.12+).
+type allocationRequest struct {
+	Allocations map[string]struct {
+		Resources map[string]int64 `json:"resources"`
+	} `json:"allocations"`
+}
+
+// decode finds the elements of allocation_requests in a GET
+// /allocation_candidates body. The load generator shares the machine with
+// the server it measures, so it only delimits them (a byte scan, not
+// encoding/json's scanner) and leaves provider_summaries, about as large
+// and unused, unread; the one chosen is decoded by json.Unmarshal, which
+// validates it.
+func (c *candidates) decode(body []byte) error {
+	var (
+		depth    int  // nesting depth at i
+		inString bool // i is inside a string
+		escaped  bool // the previous byte was a backslash in a string
+		keyStart = -1 // start of the last string at depth 1
+		lastKey  string
+		inList   bool // inside allocation_requests
+		elem     = -1 // start of the current element of it
+	)
+	for i := 0; i < len(body); i++ {
+		b := body[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+				if depth == 1 && keyStart >= 0 {
+					lastKey = string(body[keyStart:i])
+				}
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+			if depth == 1 {
+				keyStart = i + 1
+			} else if inList && depth == 2 && elem < 0 {
+				elem = i
+			}
+		case '{', '[':
+			depth++
+			if depth == 2 && b == '[' && lastKey == "allocation_requests" {
+				inList = true
+			} else if inList && depth == 3 && elem < 0 {
+				elem = i
+			}
+		case '}', ']':
+			if inList && depth == 3 {
+				c.AllocationRequests = append(c.AllocationRequests, json.RawMessage(body[elem:i+1]))
+				elem = -1
+			}
+			depth--
+			if inList && depth == 1 {
+				return nil
+			}
+		}
+		if depth == 1 && b != '"' {
+			keyStart = -1
+		}
+	}
+	return fmt.Errorf("no allocation_requests in %.200s", body)
 }
 
 // scheduler claims like nova's scheduler: query candidates, pick one,
@@ -416,7 +485,11 @@ func (w *worker) scheduler(ctx context.Context, more func() bool, c *counts) {
 			}
 			var ac candidates
 			res := w.c.do(ctx, KindCandidates, "GET", "/allocation_candidates?"+query, nil)
-			if err := res.expect(200, &ac); err != nil {
+			err := res.expect(200, nil)
+			if err == nil {
+				err = ac.decode(res.body)
+			}
+			if err != nil {
 				c.fail("GET /allocation_candidates: " + err.Error())
 				gaveUp = true
 				break
@@ -432,8 +505,14 @@ func (w *worker) scheduler(ctx context.Context, more func() bool, c *counts) {
 				if k > 0 {
 					c.retries++
 				}
+				var req allocationRequest
+				if err := json.Unmarshal(ac.AllocationRequests[(first+k)%n], &req); err != nil {
+					c.fail("GET /allocation_candidates: " + err.Error())
+					gaveUp = true
+					break
+				}
 				a := alloc{}
-				for rp, v := range ac.AllocationRequests[(first+k)%n].Allocations {
+				for rp, v := range req.Allocations {
 					a[rp] = v.Resources
 				}
 				switch w.claim(ctx, KindClaimPut, a, c) {

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -224,5 +225,40 @@ func TestTreeCPU(t *testing.T) {
 	}
 	if _, ok := treeCPU([]int{1 << 30}); ok {
 		t.Error("a process that does not exist was found")
+	}
+}
+
+// The scheduler reads allocation requests by delimiting them in the body;
+// whatever the key order and whatever the strings hold, it must find the
+// same elements encoding/json finds.
+func TestCandidatesDecode(t *testing.T) {
+	bodies := []string{
+		`{"allocation_requests": [{"allocations": {"a": {"resources": {"VCPU": 1}}}}, {"allocations": {"b": {"resources": {"DISK_GB": 2}}}, "mappings": {"": ["b"]}}], "provider_summaries": {"a": {"traits": ["X]}\"{"]}}}`,
+		`{"provider_summaries": {"a": {"traits": ["[\\", "}"], "resources": {}}}, "allocation_requests": [{"allocations": {"x\"]": {"resources": {"VCPU": 1}}}}]}`,
+		`{"allocation_requests": [], "provider_summaries": {}}`,
+	}
+	for _, body := range bodies {
+		var got candidates
+		if err := got.decode([]byte(body)); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var want struct {
+			AllocationRequests []json.RawMessage `json:"allocation_requests"`
+		}
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.AllocationRequests) != len(want.AllocationRequests) {
+			t.Fatalf("%s: %d requests, want %d", body, len(got.AllocationRequests), len(want.AllocationRequests))
+		}
+		for i := range want.AllocationRequests {
+			if string(got.AllocationRequests[i]) != string(want.AllocationRequests[i]) {
+				t.Errorf("%s: request %d is %s, want %s", body, i, got.AllocationRequests[i], want.AllocationRequests[i])
+			}
+		}
+	}
+	var c candidates
+	if err := c.decode([]byte(`{"provider_summaries": {}}`)); err == nil {
+		t.Error("a body without allocation_requests was accepted")
 	}
 }

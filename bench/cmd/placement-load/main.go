@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,7 @@ func main() {
 		phases    = flag.String("phases", strings.Join(loadgen.AllPhases, ","), "phases to run, in order")
 		jsonOut   = flag.String("json", "", "write the report as JSON to this file")
 		pids      = flag.String("server-pids", "", "comma-separated PIDs of the server's processes (with descendants), whose CPU time each phase reports")
+		cpuProf   = flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
 	)
 	flag.StringVar(&cfg.Label, "label", "target", "name of the target in the report")
 	flag.StringVar(&cfg.Token, "token", "admin", "noauth2 X-Auth-Token")
@@ -68,9 +70,20 @@ func main() {
 		}
 	}
 
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "placement-load: -cpuprofile:", err)
+			os.Exit(2)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rep, err := loadgen.Run(ctx, cfg)
+	pprof.StopCPUProfile() // a no-op without -cpuprofile
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "placement-load:", err)
 		os.Exit(2)

@@ -157,6 +157,7 @@ var flagGroups = []struct {
 	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
 	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout"}},
 	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "config"}},
+	{"Runtime", []string{"gc-"}},
 }
 
 func flagGroup(name string) int {

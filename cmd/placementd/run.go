@@ -33,6 +33,9 @@ const peersFile = "peers.json"
 // leading, hand leadership over (or leave), shut Raft down.
 func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logger) error {
 	cf := &c.cluster
+	gcCtx, stopGC := context.WithCancel(context.Background())
+	defer stopGC()
+	go gcFloor(gcCtx, uint64(c.gcHeapFloorMB)<<20, log)
 	joins := splitList(cf.join)
 	if len(joins) > 0 && cf.secret == "" {
 		return errors.New("--join needs --cluster-secret (the secret the cluster was started with)")

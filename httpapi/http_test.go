@@ -3,11 +3,13 @@ package httpapi
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -575,5 +577,32 @@ func TestFixContentLength(t *testing.T) {
 	}
 	if b, _ := io.ReadAll(resps[1].Body); !strings.Contains(string(b), `"name":"pipelined"`) {
 		t.Errorf("pipelined GET: %s", b)
+	}
+}
+
+// objectKeys' byte scan must list the keys encoding/json's tokenizer
+// lists, or leave the document to it.
+func TestObjectKeysScan(t *testing.T) {
+	docs := []string{
+		`{}`, ` { "a" : 1 , "b": {"c": [1, {"d": 2}]}, "a": 3 } `,
+		`{"VCPU": 1, "MEMORY_MB": 512}`,
+		`{"x": "va,lue: \"quoted\"", "y": 1}`, // escapes: left to encoding/json
+		`{"k\u00e9y": 1, "z": [ "}", "{" ]}`,
+		`{"é": {"résumé": 1}, "e": []}`,
+		`[1, 2]`, `"s"`, `{"a": 1} x`,
+	}
+	var many []string
+	for i := 0; i < 40; i++ {
+		many = append(many, fmt.Sprintf(`"k%d": %d`, i%30, i))
+	}
+	docs = append(docs, "{"+strings.Join(many, ", ")+"}")
+	for _, d := range docs {
+		want := decodeObjectKeys(json.RawMessage(d))
+		if got := objectKeys(json.RawMessage(d)); !slices.Equal(got, want) {
+			t.Errorf("objectKeys(%s) = %q, want %q", d, got, want)
+		}
+	}
+	if _, ok := scanObjectKeys([]byte(`{"a": {"b": 1}, "c": [2]}`)); !ok {
+		t.Error("a plain object was left to encoding/json")
 	}
 }

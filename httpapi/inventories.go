@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -216,8 +217,82 @@ func inventoryValues(class string, rec map[string]json.RawMessage) state.Invento
 }
 
 // objectKeys lists a JSON object's keys in document order, each once at
-// its first position (a Python dict built from the document).
+// its first position (a Python dict built from the document). Callers
+// pass documents json.Unmarshal has accepted; it scans them byte by byte
+// (every PUT /allocations reads two levels of keys) and leaves anything
+// unusual, escaped keys included, to encoding/json.
 func objectKeys(raw json.RawMessage) []string {
+	if keys, ok := scanObjectKeys(raw); ok {
+		return keys
+	}
+	return decodeObjectKeys(raw)
+}
+
+// scanObjectKeys is objectKeys for an object whose keys hold no escapes;
+// ok is false when raw is not such an object.
+func scanObjectKeys(raw []byte) (keys []string, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	depth := 0
+	expectKey := false
+	var seen map[string]bool
+	for ; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '{', '[':
+			depth++
+			expectKey = depth == 1 && c == '{'
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return keys, skipSpace(raw, i+1) == len(raw)
+			}
+		case ',':
+			expectKey = depth == 1
+		case '"':
+			end := i + 1
+			for end < len(raw) && raw[end] != '"' {
+				if raw[end] == '\\' {
+					return nil, false
+				}
+				end++
+			}
+			if end == len(raw) {
+				return nil, false
+			}
+			if expectKey {
+				k := string(raw[i+1 : end])
+				if seen == nil && len(keys) >= 16 {
+					// Many keys: a set rather than a quadratic scan.
+					seen = make(map[string]bool, 2*len(keys))
+					for _, k := range keys {
+						seen[k] = true
+					}
+				}
+				if seen != nil && !seen[k] || seen == nil && !slices.Contains(keys, k) {
+					keys = append(keys, k)
+					if seen != nil {
+						seen[k] = true
+					}
+				}
+				expectKey = false
+			}
+			i = end
+		}
+	}
+	return nil, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// decodeObjectKeys is objectKeys by encoding/json's tokenizer.
+func decodeObjectKeys(raw json.RawMessage) []string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil

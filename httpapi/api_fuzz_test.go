@@ -249,13 +249,24 @@ func fuzzVersion(minor uint8) string {
 }
 
 // check sends the request and holds the API to its promises.
+// fuzzRequestBound bounds one fuzzed request; the largest bodies the
+// fuzzer makes take milliseconds.
+const fuzzRequestBound = 10 * time.Second
+
 func (a *fuzzAPI) check(t *testing.T, method, target string, minor uint8, body []byte) {
 	t.Helper()
 	before, err := a.digest()
 	if err != nil {
 		t.Fatalf("fixture inconsistent: %v", err)
 	}
+	// A request that does not finish is a finding too (a client could
+	// hold the server with it). Panicking outside the test goroutine
+	// stops the fuzz worker, so the fuzzer keeps the input as a crasher.
+	watchdog := time.AfterFunc(fuzzRequestBound, func() {
+		panic(fmt.Sprintf("%s %s (%s) body %q: no answer after %v", method, target, fuzzVersion(minor), body, fuzzRequestBound))
+	})
 	rec := a.serve(method, target, fuzzVersion(minor), body)
+	watchdog.Stop()
 	after, err := a.digest()
 	desc := fmt.Sprintf("%s %s (%s) body %q", method, target, fuzzVersion(minor), body)
 	t.Logf("answered %d", rec.Code)

@@ -312,6 +312,9 @@ func (s *Store) applyAllocationPlan(pl *allocPlan, m Meta) {
 			cp.allocs[j].Created = m.Time
 		}
 		c.Allocations = cp.allocs
+		// One copy of each uuid, class, project and user string however
+		// many consumers name it, not the copies decoded from each entry.
+		s.internConsumer(c)
 		c.Updated = m.Time
 		if cp.visited {
 			c.Generation++

@@ -1,6 +1,9 @@
 package state
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 func init() {
 	RegisterCommand(func() Command { return &CreateResourceClass{} })
@@ -94,7 +97,16 @@ func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
 	for _, con := range s.Consumers {
 		for i := range con.Allocations {
 			if con.Allocations[i].Class == c.Name {
-				con.Allocations[i].Class = c.NewName
+				// A new slice: stored allocation slices are shared with
+				// snapshot images and are never changed in place.
+				allocs := slices.Clone(con.Allocations)
+				for j := i; j < len(allocs); j++ {
+					if allocs[j].Class == c.Name {
+						allocs[j].Class = c.NewName
+					}
+				}
+				con.Allocations = allocs
+				break
 			}
 		}
 	}

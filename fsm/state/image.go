@@ -84,10 +84,15 @@ func (s *Store) Image() *Image {
 		img.ConsumerTypes = append(img.ConsumerTypes, *ct)
 	}
 	sort.Slice(img.ConsumerTypes, func(i, j int) bool { return img.ConsumerTypes[i].ID < img.ConsumerTypes[j].ID })
+	// The allocation slices are shared, not copied: the store never changes
+	// a stored slice in place (writes replace it), and an image is only
+	// read. At a million consumers the copy would be most of a second
+	// state in memory while a snapshot is written.
+	if len(s.Consumers) > 0 { // nil otherwise: "null" in the JSON, as always
+		img.Consumers = make([]ConsumerImage, 0, len(s.Consumers))
+	}
 	for _, uuid := range SortedKeys(s.Consumers) {
-		c := *s.Consumers[uuid]
-		c.Allocations = append([]Allocation(nil), c.Allocations...)
-		img.Consumers = append(img.Consumers, ConsumerImage{Consumer: c})
+		img.Consumers = append(img.Consumers, ConsumerImage{Consumer: *s.Consumers[uuid]})
 	}
 	return img
 }
@@ -150,6 +155,7 @@ func Load(img *Image) (*Store, error) {
 				return nil, fmt.Errorf("state image: consumer %s allocates from unknown provider %s", c.UUID, a.ProviderUUID)
 			}
 		}
+		s.internConsumer(&c)
 		s.Consumers[c.UUID] = &c
 		s.indexConsumer(&c, +1)
 	}

@@ -449,6 +449,7 @@ func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
 			con.Allocations[j].Created = orTime(con.Allocations[j].Created, m.Time)
 		}
 		s.sortAllocations(con.Allocations)
+		s.internConsumer(&con)
 		s.Consumers[con.UUID] = &con
 		s.indexConsumer(&con, +1)
 		res.Consumers++

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unique"
 )
 
 // MinCustomClassID is the first identifier given to a CUSTOM_ resource
@@ -254,6 +255,34 @@ func removeFromSet(index map[string]map[string]bool, key, member string) {
 		delete(set, member)
 		if len(set) == 0 {
 			delete(index, key)
+		}
+	}
+}
+
+// intern returns the canonical copy of s. A million consumers name a few
+// thousand projects and users; each consumer would otherwise hold its own
+// copy of the strings, as decoded from its log entry. unique keeps one copy
+// per value for as long as it is in use.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+// internConsumer makes c's strings the canonical copies: its project,
+// user and type interned, its allocations' provider uuids and classes the
+// providers' and classes' own strings. c.Allocations must be c's own (not
+// yet stored) slice.
+func (s *Store) internConsumer(c *Consumer) {
+	c.ProjectID, c.UserID, c.Type = intern(c.ProjectID), intern(c.UserID), intern(c.Type)
+	for i := range c.Allocations {
+		a := &c.Allocations[i]
+		if p := s.Providers[a.ProviderUUID]; p != nil {
+			a.ProviderUUID = p.UUID
+		}
+		if rc := s.Classes[a.Class]; rc != nil {
+			a.Class = rc.Name
 		}
 	}
 }

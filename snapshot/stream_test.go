@@ -1,0 +1,81 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// streamImages are images with every slice nil, empty and full, and
+// strings encoding/json escapes.
+func streamImages() []*state.Image {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	full := &state.Image{
+		LastIndex: 42, NextProviderID: 3, NextClassID: 10001, NextConsumerTypeID: 2,
+		Providers: []state.ProviderImage{
+			{ID: 1, UUID: "11111111-1111-1111-1111-111111111111", Name: "cn<1>&\"é\u2028", Generation: 3, RootUUID: "11111111-1111-1111-1111-111111111111",
+				Created: at, Updated: at, Traits: []string{"CUSTOM_T"}, Aggregates: []string{"a"},
+				Inventories: []state.InventoryImage{{Class: "VCPU", Inventory: state.Inventory{Total: 8, MaxUnit: 8, StepSize: 1, MinUnit: 1, AllocationRatio: 16, Created: at}}}},
+			{ID: 2, UUID: "22222222-2222-2222-2222-222222222222", Name: "child", ParentUUID: "11111111-1111-1111-1111-111111111111", RootUUID: "11111111-1111-1111-1111-111111111111"},
+		},
+		CustomClasses: []state.ResourceClass{{ID: 10000, Name: "CUSTOM_A", Created: at}},
+		CustomTraits:  []state.Trait{{Name: "CUSTOM_T"}},
+		ConsumerTypes: []state.ConsumerType{{ID: 1, Name: "INSTANCE"}},
+		Consumers: []state.ConsumerImage{{Consumer: state.Consumer{UUID: "c", ProjectID: "p", UserID: "u", Generation: 1,
+			Allocations: []state.Allocation{{ProviderUUID: "11111111-1111-1111-1111-111111111111", Class: "VCPU", Used: 2, Created: at}}}}},
+	}
+	empty := &state.Image{Providers: []state.ProviderImage{}, Consumers: []state.ConsumerImage{}}
+	return []*state.Image{full, empty, {}}
+}
+
+// The streamed encoding is byte for byte encoding/json's, so that digests
+// and snapshots of earlier builds compare equal.
+func TestEncodeImageMatchesEncodingJSON(t *testing.T) {
+	for i, img := range streamImages() {
+		var want, got bytes.Buffer
+		if err := json.NewEncoder(&want).Encode(img); err != nil {
+			t.Fatal(err)
+		}
+		if err := encodeImage(&got, img); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("image %d:\n got %s\nwant %s", i, got.String(), want.String())
+		}
+	}
+}
+
+// decodeImage reads what encoding/json would, including keys in another
+// case, unknown keys and nulls.
+func TestDecodeImageMatchesEncodingJSON(t *testing.T) {
+	var docs []string
+	for _, img := range streamImages() {
+		b, _ := json.Marshal(img)
+		docs = append(docs, string(b))
+	}
+	docs = append(docs,
+		`{"lastindex": 7, "Unknown": {"x": [1, 2]}, "PROVIDERS": null, "Consumers": [{"UUID": "c", "Allocations": null}], "Consumers": []}`,
+		`{"LastIndex": null, "CustomTraits": [{"Name": "CUSTOM_X", "Standard": false}]}`)
+	for _, doc := range docs {
+		var want state.Image
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeImage(json.NewDecoder(bytes.NewReader([]byte(doc))))
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", doc, *got, want)
+		}
+	}
+	for _, bad := range []string{`[]`, `{"Providers": {}}`, `{"Providers": [1]}`, `{"LastIndex": "x"}`, `{"Consumers": [`} {
+		if _, err := decodeImage(json.NewDecoder(bytes.NewReader([]byte(bad)))); err == nil {
+			t.Errorf("%s: decoded without error", bad)
+		}
+	}
+}

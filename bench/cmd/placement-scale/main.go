@@ -1,0 +1,937 @@
+// Command placement-scale checks placementd's scale targets on one node:
+//
+//	100,000 providers and 1,000,000 consumers with allocations in ≤ 2 GiB
+//	RSS; a restart (snapshot + log) of that state serves again within 15 s.
+//
+// It generates an export document of that size (snapshot/export), starts
+// `placementd serve` as a separate process, loads the document with
+// `placementd import --file`, lets Raft take a snapshot, writes more
+// allocations through the API so that the log holds entries after the
+// snapshot, restarts the node and times how long it takes until it serves
+// the expected usages again. It reads VmRSS and VmHWM of the server from
+// /proc at each step and prints a table.
+//
+//	go run ./bench/cmd/placement-scale                                  # full size
+//	go run ./bench/cmd/placement-scale -providers 2000 -consumers 20000 # quick check
+//
+// Run it from the repository (it builds cmd/placementd with go build), or
+// give -placementd. Flags: -providers, -consumers, -writes (after the
+// snapshot), -placementd (a built binary), -work (default: a temporary
+// dir, removed at the end unless -keep; a given dir is left in place),
+// -verify (also run `placementd import --verify-only`, which needs about
+// as much memory again as the import), -strict (exit 1 when a target is
+// missed too). Progress goes to stderr, the table to stdout.
+//
+// A wrong answer from the server (a usage, the candidates, a failed
+// verification) or a failed step exits 1; a missed target only does with
+// -strict, since it depends on the machine (the CPU column shows the
+// server's own time, which other jobs on the machine do not inflate).
+//
+// placementd has no command that makes Raft take a snapshot (`placementd
+// snapshot save` streams a backup and leaves the log alone), and its only
+// trigger, --snapshot-threshold/--snapshot-interval, is a serve flag. So
+// the node runs four times on the same data dir:
+//
+//  1. default settings: the import (about one Raft entry per MiB of
+//     document, far below the default threshold of 8192 entries, so no
+//     snapshot), the verification and reads;
+//  2. --snapshot-threshold 1 --snapshot-interval 1s: a restart from the
+//     log alone (the import replayed, as after an import in production
+//     until 8192 more entries), then the Raft snapshot, taken at the first
+//     check;
+//  3. default settings: a restart from the snapshot alone, then the
+//     writes (fewer than 8192, so they stay in the log) and reads;
+//  4. default settings: the restart from snapshot + log of the target.
+//
+// The restart figures run from the process start until GET
+// /resource_providers/{uuid}/usages answers the expected usage for the
+// provider the last write goes to.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/snapshot/export"
+)
+
+const (
+	secret = "placement-scale"
+	// The microversion of the writes and reads: consumer_generation (1.28)
+	// and GET /usages (1.9) without the consumer types of 1.38, as a
+	// Nova of the Yoga/Zed era sends.
+	microversion = "1.36"
+	projects     = 20
+	usersPerProj = 5
+	nodeID       = "scale1"
+)
+
+// What every consumer holds, on one provider: a small instance. The same
+// amounts are written after the snapshot.
+var perConsumer = map[string]int64{"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
+
+func main() {
+	var (
+		nProv      = flag.Int("providers", 100000, "compute-node providers")
+		nCons      = flag.Int("consumers", 1000000, "consumers with allocations in the imported state")
+		nWrites    = flag.Int("writes", 1000, "PUT /allocations of new consumers after the Raft snapshot (stay below 8192, the default snapshot threshold)")
+		bin        = flag.String("placementd", "", "placementd binary (default: go build it into the work dir)")
+		work       = flag.String("work", "", "work dir for the document, the data dir and the logs (default: a temporary dir); a given dir is not removed")
+		keep       = flag.Bool("keep", false, "keep the temporary work dir")
+		verify     = flag.Bool("verify", true, "after the import, compare the cluster with the document (placementd import --verify-only)")
+		strict     = flag.Bool("strict", false, "exit 1 when a target (RSS, restart time) is missed, not only on wrong answers")
+		maxHWM     = flag.Int64("max-hwm-mib", 2048, "target: peak RSS (VmHWM) of the server in MiB")
+		maxRestart = flag.Duration("max-restart", 15*time.Second, "target: from process start to serving the expected usage after a restart")
+	)
+	flag.Parse()
+	if *nProv < 1 || *nCons < 0 || *nWrites < 1 || *nWrites >= 8192 {
+		fatalf("need -providers ≥ 1, -consumers ≥ 0 and 1 ≤ -writes < 8192")
+	}
+	b := &bench{nProv: *nProv, nCons: *nCons, nWrites: *nWrites}
+	dir := *work
+	if dir == "" {
+		d, err := os.MkdirTemp("", "placement-scale-")
+		if err != nil {
+			fatalf("%v", err)
+		}
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o750); err != nil {
+		fatalf("%v", err)
+	}
+	b.dir = dir
+	code := b.run(*bin, *verify, *strict, *maxHWM<<20, *maxRestart)
+	if b.srv != nil && b.srv.running() {
+		b.srv.stop(time.Minute)
+	}
+	// A dir given with -work is the caller's: left as it is.
+	if *keep || *work != "" {
+		fmt.Printf("work dir kept: %s\n", dir)
+	} else {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "placement-scale: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// bench is one run: sizes, the expected usages and what was measured.
+type bench struct {
+	nProv, nCons, nWrites int
+	dir                   string
+	allocations           int
+	docBytes              int64
+	// Consumers (imported or written) per provider and per project: every
+	// consumer holds perConsumer, so these give the expected usages.
+	provConsumers []int32
+	projConsumers [projects]int64
+
+	srv       *server
+	api       *apiClient
+	restart   time.Duration // run 4: process start to serving
+	dataBytes int64         // the data dir at the end
+	mem       []memPoint
+	timings   []timing
+	problems  []string // wrong answers: exit 1
+}
+
+type memPoint struct {
+	label    string
+	rss, hwm int64         // bytes
+	cpu      time.Duration // the process's user+system time so far
+}
+
+type timing struct {
+	label string
+	d     time.Duration
+	note  string
+}
+
+func (b *bench) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	logf("PROBLEM: %s", msg)
+	b.problems = append(b.problems, msg)
+}
+
+// timed logs a duration and puts it in the report's table.
+func (b *bench) timed(label string, d time.Duration, note string) {
+	logf("%s: %s %s", label, d.Round(time.Millisecond), note)
+	b.timings = append(b.timings, timing{label, d, note})
+}
+
+// sample records the server's memory now.
+func (b *bench) sample(label string) {
+	rss, hwm, err := procMem(b.srv.pid())
+	if err != nil {
+		b.problem("reading /proc of the server: %v", err)
+		return
+	}
+	cpu, _ := procCPU(b.srv.pid())
+	logf("memory %s: RSS %d MiB, HWM %d MiB, CPU %.1f s", label, rss>>20, hwm>>20, cpu.Seconds())
+	b.mem = append(b.mem, memPoint{label, rss, hwm, cpu})
+}
+
+func (b *bench) run(bin string, verify, strict bool, maxHWM int64, maxRestart time.Duration) int {
+	var err error
+	if bin == "" {
+		logf("building placementd into %s", b.dir)
+		// go build resolves the package in the module of the current
+		// directory: run this from the repository, or give -placementd.
+		if bin, err = proctest.Build(b.dir); err != nil {
+			logf("%v", err)
+			return 2
+		}
+	}
+	docPath := filepath.Join(b.dir, "export.json")
+	t0 := time.Now()
+	if err := b.writeDocument(docPath); err != nil {
+		logf("writing the document: %v", err)
+		return 2
+	}
+	_, selfHWM, _ := procMem(os.Getpid())
+	logf("document %s: %d MiB in %s (this process's peak RSS %d MiB)", docPath, b.docBytes>>20, time.Since(t0).Round(time.Millisecond), selfHWM>>20)
+
+	httpAddr, err1 := proctest.FreeAddr("127.0.0.1")
+	raftAddr, err2 := proctest.FreeAddr("127.0.0.1")
+	if err := errors.Join(err1, err2); err != nil {
+		logf("%v", err)
+		return 2
+	}
+	b.srv = &server{bin: bin, httpAddr: httpAddr, raftAddr: raftAddr,
+		dataDir: filepath.Join(b.dir, "data"), logPath: filepath.Join(b.dir, "placementd.log")}
+	// A -work dir used before holds the last run's node: start afresh.
+	os.RemoveAll(b.srv.dataDir)
+	os.Remove(b.srv.logPath)
+	b.api = newAPIClient("http://" + httpAddr)
+
+	if err := b.phases(bin, docPath, verify); err != nil {
+		b.problem("%v", err)
+		if b.srv.logPath != "" {
+			fmt.Fprintf(os.Stderr, "--- end of %s:\n%s\n", b.srv.logPath, tail(b.srv.logPath, 3000))
+		}
+	}
+	fmt.Println()
+	missed := b.report(maxHWM, maxRestart)
+	switch {
+	case len(b.problems) > 0:
+		fmt.Printf("FAIL: %d wrong answers or errors (above)\n", len(b.problems))
+		return 1
+	case missed && strict:
+		return 1
+	}
+	return 0
+}
+
+// phases runs the server four times (see the package comment).
+func (b *bench) phases(bin, docPath string, verify bool) error {
+	ctx := context.Background()
+
+	// Run 1, default settings: the import as an operator runs it. Its
+	// ~1 MiB entries stay far below the snapshot threshold, so no
+	// snapshot is taken.
+	if _, err := b.start(ctx, false); err != nil {
+		return err
+	}
+	b.sample("1: started, empty")
+	imp := b.placementdCmd(bin, "import", "--file", docPath, "--no-verify")
+	d, maxrss, cpu, err := runLogged(imp, filepath.Join(b.dir, "import.log"))
+	if err != nil {
+		return fmt.Errorf("placementd import: %v\n%s", err, tail(filepath.Join(b.dir, "import.log"), 2000))
+	}
+	b.timed("import (load)", d, fmt.Sprintf("(importer: peak RSS %d MiB, CPU %.1f s)", maxrss>>20, cpu.Seconds()))
+	b.sample("1: after import")
+	if verify {
+		v := b.placementdCmd(bin, "import", "--file", docPath, "--verify-only")
+		d, maxrss, cpu, err := runLogged(v, filepath.Join(b.dir, "verify.log"))
+		if err != nil {
+			return fmt.Errorf("placementd import --verify-only: %v\n%s", err, tail(filepath.Join(b.dir, "verify.log"), 2000))
+		}
+		b.timed("import --verify-only", d, fmt.Sprintf("(verifier: peak RSS %d MiB, CPU %.1f s)", maxrss>>20, cpu.Seconds()))
+		b.sample("1: after verify")
+	}
+	b.checkReads(ctx, false)
+	b.sample("1: after reads")
+	if err := b.stop(); err != nil {
+		return err
+	}
+
+	// Run 2, snapshot at once: a restart from the log alone (the import
+	// replayed), then the Raft snapshot of the imported state, taken at
+	// the first check, 1-2 s after the start.
+	ready, err := b.start(ctx, true, "--snapshot-threshold", "1", "--snapshot-interval", "1s")
+	if err != nil {
+		return err
+	}
+	// The first snapshot may start while the log is still being applied
+	// (it blocks applies while it copies the state): then this figure is
+	// an upper bound.
+	b.timed("restart from log (import)", ready, "(start → expected usage; may overlap the snapshot)")
+	b.sample("2: restarted (log)")
+	st, err := b.self(ctx)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := b.waitSnapshot(ctx, st.AppliedIndex, 10*time.Minute); err != nil {
+		return err
+	}
+	b.timed("raft snapshot", time.Since(t0), fmt.Sprintf("(wait for last_snapshot_index ≥ %d)", st.AppliedIndex))
+	b.sample("2: after raft snapshot")
+	if err := b.stop(); err != nil {
+		return err
+	}
+
+	// Run 3, default settings: a restart from the snapshot alone, then
+	// writes that stay in the log.
+	if ready, err = b.start(ctx, true); err != nil {
+		return err
+	}
+	b.timed("restart from snapshot", ready, "(start → expected usage)")
+	b.sample("3: restarted (snapshot)")
+	if err := b.writes(ctx); err != nil {
+		return err
+	}
+	b.sample("3: after writes")
+	b.checkReads(ctx, true)
+	b.sample("3: after reads")
+	if st, err := b.self(ctx); err == nil {
+		logf("log after the writes: last index %d, last snapshot index %d", st.LastLogIndex, st.LastSnapshotIndex)
+		if st.LastSnapshotIndex+uint64(b.nWrites) > st.LastLogIndex {
+			b.problem("a snapshot was taken after the writes: the restart would not replay them from the log")
+		}
+	}
+	if err := b.stop(); err != nil {
+		return err
+	}
+
+	// Run 4, default settings: the restart from snapshot + log of the
+	// target.
+	if ready, err = b.start(ctx, true); err != nil {
+		return err
+	}
+	b.restart = ready
+	b.timed("restart from snapshot + log", ready, "(start → expected usage)")
+	b.sample("4: restarted (snapshot+log)")
+	b.checkReads(ctx, true)
+	b.sample("4: after reads")
+	b.dataBytes = dirSize(b.srv.dataDir)
+	return b.stop()
+}
+
+func (b *bench) placementdCmd(bin string, args ...string) *exec.Cmd {
+	args = append(args, "--addr", b.srv.httpAddr, "--cluster-secret", secret, "--timeout", "2h")
+	return exec.Command(bin, args...)
+}
+
+// start runs the server and waits until it serves: with usage, until it
+// answers the expected usage of the provider the last write goes to (its
+// imported usage before the writes), which means it has loaded the
+// snapshot, replayed the log and has a leader; without (an empty node),
+// until /_cluster/health says ready. It returns the time from the process
+// start to then.
+func (b *bench) start(ctx context.Context, usage bool, extra ...string) (time.Duration, error) {
+	if err := b.srv.start(extra...); err != nil {
+		return 0, err
+	}
+	started := b.srv.started
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	listening := false
+	for {
+		if !b.srv.running() {
+			return 0, fmt.Errorf("placementd exited:\n%s", tail(b.srv.logPath, 3000))
+		}
+		if !listening {
+			if r := b.api.do(ctx, "GET", "/", nil); r.status == 200 {
+				listening = true
+				logf("GET / answers %s after start", time.Since(started).Round(time.Millisecond))
+			}
+		}
+		switch {
+		case !listening:
+		case usage:
+			if ok, _ := b.providerUsageOK(ctx, b.checkProvider()); ok {
+				return time.Since(started), nil
+			}
+		default:
+			if r := b.api.do(ctx, "GET", "/_cluster/health", nil); r.status == 200 {
+				return time.Since(started), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("placementd does not serve the expected usage 10 minutes after start")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (b *bench) stop() error {
+	// Connections the client opened but never sent a request on would
+	// hold the graceful stop for 5 s (net/http counts a new connection
+	// as idle only after that), which is the client's doing.
+	b.api.http.CloseIdleConnections()
+	t0 := time.Now()
+	err := b.srv.stop(time.Minute)
+	logf("stopped (SIGTERM) in %s", time.Since(t0).Round(time.Millisecond))
+	return err
+}
+
+// checkProvider is the provider the serving check reads: the one the last
+// write goes to, so that after the writes its usage needs the log.
+func (b *bench) checkProvider() int { return (b.nWrites - 1) % b.nProv }
+
+// self is GET /_cluster/self without the state digest (a hash of the
+// whole state, not needed here).
+func (b *bench) self(ctx context.Context) (st struct {
+	LastLogIndex      uint64 `json:"last_log_index"`
+	AppliedIndex      uint64 `json:"applied_index"`
+	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
+}, err error) {
+	r := b.api.doAuth(ctx, "GET", "/_cluster/self?digest=false", "Bearer "+secret)
+	err = r.expect(200, &st)
+	return st, err
+}
+
+func (b *bench) waitSnapshot(ctx context.Context, index uint64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := b.self(ctx)
+		if err == nil && st.LastSnapshotIndex >= index {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no Raft snapshot of index %d within %s (last: %+v, %v)", index, timeout, st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// --- the document -------------------------------------------------------
+
+func providerUUID(i int) string { return fmt.Sprintf("a0000000-0000-4000-8000-%012x", i) }
+func consumerUUID(i int) string { return fmt.Sprintf("c0000000-0000-4000-8000-%012x", i) }
+func writeUUID(i int) string    { return fmt.Sprintf("d0000000-0000-4000-8000-%012x", i) }
+func aggregateUUID(i int) string {
+	return fmt.Sprintf("b0000000-0000-4000-8000-%012x", i)
+}
+func projectID(p int) string { return fmt.Sprintf("%032x", 0x9000+p) }
+func userID(p, u int) string { return fmt.Sprintf("%032x", 0x7000000+p*100+u) }
+
+// consumerProvider places consumer i (imported, or written with an index
+// past the imported ones) round robin, so that every provider holds the
+// same number of consumers give or take one and none runs out.
+func (b *bench) consumerProvider(i int) int { return i % b.nProv }
+
+func (b *bench) writeDocument(path string) error {
+	doc := export.New("placement-scale")
+	doc.ConsumerTypes = append(doc.ConsumerTypes, export.ConsumerType{Name: "INSTANCE"})
+	// Size the inventories so that the imported consumers and the writes
+	// fit on every provider (the import does not check capacity; the
+	// writes do).
+	perProv := int64((b.nCons+b.nWrites)/b.nProv + 1)
+	inv := func(total, reserved int64, ratio float64) export.Inventory {
+		return export.Inventory{Total: total, Reserved: reserved, MinUnit: 1, MaxUnit: total, StepSize: 1, AllocationRatio: ratio}
+	}
+	vcpu := max(64, perProv)
+	mem := max(262144, perProv*perConsumer["MEMORY_MB"]+4096)
+	disk := max(2000, perProv*perConsumer["DISK_GB"])
+	doc.ResourceProviders = make([]export.ResourceProvider, b.nProv)
+	for i := range doc.ResourceProviders {
+		traits := []string{"HW_CPU_X86_SSE42"}
+		if i%2 == 0 {
+			traits = append(traits, "HW_CPU_X86_AVX2")
+		}
+		if i%100 == 99 {
+			traits = append(traits, "COMPUTE_STATUS_DISABLED")
+		}
+		aggs := []string{}
+		if i%4 != 0 {
+			aggs = append(aggs, aggregateUUID(i%100))
+		}
+		doc.ResourceProviders[i] = export.ResourceProvider{
+			UUID: providerUUID(i), Name: fmt.Sprintf("compute-%07d.example.org", i), Generation: 1,
+			// Optional for the import, but the verification compares it
+			// field by field and the cluster fills it in.
+			RootProviderUUID: providerUUID(i),
+			Inventories: map[string]export.Inventory{
+				"VCPU":      inv(vcpu, 0, 4.0),
+				"MEMORY_MB": inv(mem, 4096, 1.0),
+				"DISK_GB":   inv(disk, 0, 1.0),
+			},
+			Traits: traits, Aggregates: aggs,
+		}
+	}
+	b.provConsumers = make([]int32, b.nProv)
+	doc.Consumers = make([]export.Consumer, b.nCons)
+	for i := range doc.Consumers {
+		p := b.consumerProvider(i)
+		proj := i % projects
+		rp := doc.ResourceProviders[p].UUID
+		doc.Consumers[i] = export.Consumer{
+			UUID: consumerUUID(i), ProjectID: projectID(proj), UserID: userID(proj, (i/projects)%usersPerProj),
+			ConsumerType: "INSTANCE", Generation: 1,
+			Allocations: []export.Allocation{
+				{ResourceProviderUUID: rp, ResourceClass: "VCPU", Used: perConsumer["VCPU"]},
+				{ResourceProviderUUID: rp, ResourceClass: "MEMORY_MB", Used: perConsumer["MEMORY_MB"]},
+				{ResourceProviderUUID: rp, ResourceClass: "DISK_GB", Used: perConsumer["DISK_GB"]},
+			},
+		}
+		b.provConsumers[p]++
+		b.projConsumers[proj]++
+	}
+	b.allocations = doc.Allocations()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := export.Write(w, doc); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	b.docBytes = fi.Size()
+	// The document is hundreds of MiB at full size (no longer used here):
+	// give it back before the server and the importer need the memory.
+	runtime.GC()
+	debug.FreeOSMemory()
+	return nil
+}
+
+// --- writes and reads ---------------------------------------------------
+
+// writes claims perConsumer for nWrites new consumers, from 8 clients as
+// schedulers would, and counts them into the expected usages.
+func (b *bench) writes(ctx context.Context) error {
+	const clients = 8
+	t0 := time.Now()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := c; j < b.nWrites; j += clients {
+				proj := j % projects
+				body := map[string]any{
+					"allocations": map[string]any{
+						providerUUID(b.consumerProvider(j)): map[string]any{"resources": perConsumer},
+					},
+					"project_id": projectID(proj), "user_id": userID(proj, j%usersPerProj),
+					"consumer_generation": nil,
+				}
+				if err := b.api.do(ctx, "PUT", "/allocations/"+writeUUID(j), body).expect(204, nil); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("PUT /allocations/%s: %w", writeUUID(j), err))
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	d := time.Since(t0)
+	b.timed("writes", d, fmt.Sprintf("(%d PUT /allocations, %d clients, %.0f/s)", b.nWrites, clients, float64(b.nWrites)/d.Seconds()))
+	for j := range b.nWrites {
+		b.provConsumers[b.consumerProvider(j)]++
+		b.projConsumers[j%projects]++
+	}
+	return nil
+}
+
+// providerUsageOK compares GET /resource_providers/{uuid}/usages with the
+// expected usage.
+func (b *bench) providerUsageOK(ctx context.Context, p int) (bool, string) {
+	var body struct {
+		Usages map[string]int64 `json:"usages"`
+	}
+	if err := b.api.do(ctx, "GET", "/resource_providers/"+providerUUID(p)+"/usages", nil).expect(200, &body); err != nil {
+		return false, err.Error()
+	}
+	n := int64(b.provConsumers[p])
+	return sameUsage(body.Usages, n), fmt.Sprintf("usages %v, want %d consumers' worth", body.Usages, n)
+}
+
+func sameUsage(got map[string]int64, consumers int64) bool {
+	for class, amount := range perConsumer {
+		if got[class] != amount*consumers {
+			return false
+		}
+	}
+	return true
+}
+
+// checkReads reads usages of some providers and projects (compared with
+// the expected ones) and allocation candidates, timing each.
+func (b *bench) checkReads(ctx context.Context, afterWrites bool) {
+	tag := ""
+	if afterWrites {
+		tag = " (with writes)"
+	}
+	for _, p := range []int{0, b.checkProvider(), b.nProv / 2, b.nProv - 1} {
+		if ok, msg := b.providerUsageOK(ctx, p); !ok {
+			b.problem("GET /resource_providers/%s/usages%s: %s", providerUUID(p), tag, msg)
+		}
+	}
+	for _, proj := range []int{0, projects - 1} {
+		var body struct {
+			Usages map[string]int64 `json:"usages"`
+		}
+		t0 := time.Now()
+		err := b.api.do(ctx, "GET", "/usages?project_id="+projectID(proj), nil).expect(200, &body)
+		d := time.Since(t0)
+		switch {
+		case err != nil:
+			b.problem("GET /usages?project_id=%s: %v", projectID(proj), err)
+		case !sameUsage(body.Usages, b.projConsumers[proj]):
+			b.problem("GET /usages?project_id=%s%s: %v, want %d consumers' worth", projectID(proj), tag, body.Usages, b.projConsumers[proj])
+		default:
+			logf("GET /usages?project_id=%s: %s (%d consumers)", projectID(proj), d.Round(time.Microsecond), b.projConsumers[proj])
+		}
+	}
+	var cands struct {
+		AllocationRequests []json.RawMessage `json:"allocation_requests"`
+	}
+	t0 := time.Now()
+	err := b.api.do(ctx, "GET", "/allocation_candidates?resources=VCPU:1&limit=10", nil).expect(200, &cands)
+	d := time.Since(t0)
+	switch want := min(10, b.nProv); {
+	case err != nil:
+		b.problem("GET /allocation_candidates: %v", err)
+	case len(cands.AllocationRequests) != want:
+		b.problem("GET /allocation_candidates?resources=VCPU:1&limit=10: %d candidates, want %d", len(cands.AllocationRequests), want)
+	default:
+		logf("GET /allocation_candidates?resources=VCPU:1&limit=10: %s", d.Round(time.Microsecond))
+	}
+}
+
+// --- report -------------------------------------------------------------
+
+// report prints the table and says whether a target was missed.
+func (b *bench) report(maxHWM int64, maxRestart time.Duration) (missed bool) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "providers\t%d\n", b.nProv)
+	fmt.Fprintf(tw, "consumers\t%d imported + %d written\n", b.nCons, b.nWrites)
+	fmt.Fprintf(tw, "allocations\t%d imported + %d written\n", b.allocations, b.nWrites*len(perConsumer))
+	fmt.Fprintf(tw, "export document\t%d MiB\n", b.docBytes>>20)
+	if b.dataBytes > 0 {
+		fmt.Fprintf(tw, "data dir\t%d MiB\n", b.dataBytes>>20)
+	}
+	for _, t := range b.timings {
+		fmt.Fprintf(tw, "%s\t%.3f s\t%s\n", t.label, t.d.Seconds(), t.note)
+	}
+	tw.Flush()
+	fmt.Println()
+	// VmHWM is per process: each run (1, 2, 3) starts again from zero.
+	// CPU is the server's own time since its start: unlike the times
+	// above, it does not grow when other jobs share the machine.
+	fmt.Printf("%-30s %9s %9s %7s\n", "server: run, point", "RSS MiB", "HWM MiB", "CPU s")
+	var peak int64
+	for _, m := range b.mem {
+		fmt.Printf("%-30s %9d %9d %7.1f\n", m.label, m.rss>>20, m.hwm>>20, m.cpu.Seconds())
+		peak = max(peak, m.hwm)
+	}
+	fmt.Println()
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		missed = true
+		return "FAIL"
+	}
+	fmt.Printf("target: peak RSS (VmHWM, every run) %d MiB ≤ %d MiB: %s\n", peak>>20, maxHWM>>20, verdict(peak > 0 && peak <= maxHWM))
+	if b.restart == 0 {
+		fmt.Printf("target: restart (snapshot + log) to serving ≤ %s: not measured\n", maxRestart)
+		return true
+	}
+	fmt.Printf("target: restart (snapshot + log) to serving %.2f s ≤ %s: %s\n", b.restart.Seconds(), maxRestart, verdict(b.restart <= maxRestart))
+	return missed
+}
+
+// --- the server process ---------------------------------------------------
+
+// server is one placementd node; it keeps its addresses and data dir
+// across restarts. proctest.Node does the same but hides the process id,
+// which /proc needs, and the start time, which the restart figure needs.
+type server struct {
+	bin, httpAddr, raftAddr, dataDir, logPath string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	started time.Time
+}
+
+func (s *server) start(extra ...string) error {
+	args := append([]string{"serve", "--node-id", nodeID, "--http-addr", s.httpAddr, "--raft-addr", s.raftAddr,
+		"--data-dir", s.dataDir, "--cluster-secret", secret, "--log-level", "warn"}, extra...)
+	log, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "=== %s placementd %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+	cmd := exec.Command(s.bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	s.cmd, s.exited = cmd, make(chan struct{})
+	go func(exited chan struct{}) {
+		cmd.Wait()
+		log.Close()
+		close(exited)
+	}(s.exited)
+	logf("started placementd (pid %d) %s", cmd.Process.Pid, strings.Join(extra, " "))
+	return nil
+}
+
+func (s *server) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+func (s *server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM and waits up to timeout, then kills the process.
+func (s *server) stop(timeout time.Duration) error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		if st := cmd.ProcessState; st != nil && !st.Success() {
+			return fmt.Errorf("placementd exited with %v after SIGTERM", st)
+		}
+		return nil
+	case <-time.After(timeout):
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("placementd did not stop within %s after SIGTERM", timeout)
+	}
+}
+
+// procMem reads VmRSS and VmHWM (peak RSS) of a process, in bytes.
+func procMem(pid int) (rss, hwm int64, err error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			hwm = kb << 10
+		}
+	}
+	if rss == 0 || hwm == 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/status has no VmRSS/VmHWM", pid)
+	}
+	return rss, hwm, nil
+}
+
+// procCPU reads the user and system time of a process from
+// /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func procCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// runLogged runs a command with its output in logPath and returns how
+// long it took, its peak RSS and its CPU time.
+func runLogged(cmd *exec.Cmd, logPath string) (d time.Duration, maxrss int64, cpu time.Duration, err error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	t0 := time.Now()
+	err = cmd.Run()
+	d = time.Since(t0)
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			maxrss = ru.Maxrss << 10 // KiB on Linux
+		}
+	}
+	return d, maxrss, cpu, err
+}
+
+func tail(path string, n int) string {
+	raw, _ := os.ReadFile(path)
+	if len(raw) > n {
+		raw = raw[len(raw)-n:]
+	}
+	return string(raw)
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// --- the Placement API client --------------------------------------------
+
+// apiClient sends Placement API requests as the noauth2 admin at
+// microversion. (bench/loadgen has the like, unexported.)
+type apiClient struct {
+	base string
+	http *http.Client
+}
+
+func newAPIClient(base string) *apiClient {
+	return &apiClient{base: base, http: &http.Client{Timeout: 5 * time.Minute}}
+}
+
+type response struct {
+	status int
+	body   []byte
+	err    error
+}
+
+func (c *apiClient) do(ctx context.Context, method, path string, body any) response {
+	return c.request(ctx, method, path, body, "")
+}
+
+// doAuth sends an operator API request with the Authorization header.
+func (c *apiClient) doAuth(ctx context.Context, method, path, auth string) response {
+	return c.request(ctx, method, path, nil, auth)
+}
+
+func (c *apiClient) request(ctx context.Context, method, path string, body any, auth string) response {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return response{err: err}
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return response{err: err}
+	}
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("OpenStack-API-Version", "placement "+microversion)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return response{err: err}
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return response{status: resp.StatusCode, body: raw, err: err}
+}
+
+func (r response) expect(want int, out any) error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.status != want {
+		return fmt.Errorf("status %d, want %d: %.300s", r.status, want, r.body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.body, out); err != nil {
+			return fmt.Errorf("decoding %.200s: %w", r.body, err)
+		}
+	}
+	return nil
+}

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -54,7 +53,7 @@ func Read(r io.Reader) (*state.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	img, err := decodeImage(json.NewDecoder(zr))
+	img, err := decodeImage(zr)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: decoding state: %w", err)
 	}

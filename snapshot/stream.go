@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -88,7 +89,9 @@ func encodeArray[T any](bw *bufio.Writer, name string, items []T) error {
 // matched without regard to case and unknown keys skipped, but decodes
 // providers and consumers one at a time, so that only one element's JSON
 // is held at once rather than the whole document.
-func decodeImage(dec *json.Decoder) (*state.Image, error) {
+func decodeImage(r io.Reader) (*state.Image, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	dec := json.NewDecoder(br)
 	var img state.Image
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
@@ -109,7 +112,7 @@ func decodeImage(dec *json.Decoder) (*state.Image, error) {
 		case strings.EqualFold(key, "ConsumerTypes"):
 			img.ConsumerTypes, err = decodeArray[state.ConsumerType](dec)
 		case strings.EqualFold(key, "Consumers"):
-			img.Consumers, err = decodeArray[state.ConsumerImage](dec)
+			img.Consumers, dec, err = decodeConsumers(dec, br)
 		case strings.EqualFold(key, "LastIndex"):
 			err = dec.Decode(&img.LastIndex)
 		case strings.EqualFold(key, "NextProviderID"):
@@ -130,6 +133,181 @@ func decodeImage(dec *json.Decoder) (*state.Image, error) {
 		return nil, err
 	}
 	return &img, nil
+}
+
+// decodeConsumers reads the Consumers array (or null) that dec is at.
+// Consumers are most of a large state, and json.Decoder scans each value
+// twice and decodes it by reflection; so the array is delimited here, byte
+// by byte from what dec buffered and the rest of br, and each element goes
+// to decodeConsumer. It returns a decoder for the rest of the image, as
+// if the image's object started again where the array ended.
+func decodeConsumers(dec *json.Decoder, br *bufio.Reader) ([]state.ConsumerImage, *json.Decoder, error) {
+	if !dec.More() { // not at a value: let the decoder report it
+		_, err := dec.Token()
+		return nil, dec, errOr(err, "want an array")
+	}
+	src := bufio.NewReaderSize(io.MultiReader(dec.Buffered(), br), 64<<10)
+	rest := func() (*json.Decoder, error) {
+		// What follows the array is "," and more keys, or "}": the rest
+		// of the object, which a fresh decoder reads after a "{".
+		c, err := skipSpaces(src)
+		if err != nil {
+			return nil, err
+		}
+		switch c {
+		case ',':
+		case '}':
+			src.UnreadByte()
+		default:
+			return nil, fmt.Errorf("invalid character %q after object key:value pair", c)
+		}
+		next := json.NewDecoder(io.MultiReader(strings.NewReader("{"), src))
+		_, err = next.Token()
+		return next, err
+	}
+	// dec read the key; the colon after it is still in its buffer.
+	c, err := skipSpaces(src)
+	if err == nil && c != ':' {
+		err = fmt.Errorf("invalid character %q after object key", c)
+	}
+	if err == nil {
+		c, err = skipSpaces(src)
+	}
+	if err != nil {
+		return nil, dec, err
+	}
+	if c != '[' {
+		var ull [3]byte
+		if _, err := io.ReadFull(src, ull[:]); c != 'n' || err != nil || string(ull[:]) != "ull" {
+			return nil, dec, errors.New("want an array")
+		}
+		next, err := rest()
+		return nil, next, err
+	}
+	out := []state.ConsumerImage{}
+	var buf []byte
+	for first := true; ; first = false {
+		var end bool
+		buf, end, err = nextElement(src, buf[:0], first)
+		if err != nil {
+			return nil, dec, err
+		}
+		if end {
+			next, err := rest()
+			return out, next, err
+		}
+		c, err := decodeConsumer(buf)
+		if err != nil {
+			return nil, dec, err
+		}
+		out = append(out, c)
+	}
+}
+
+func errOr(err error, msg string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// skipSpaces returns the next byte that is not JSON whitespace.
+func skipSpaces(src *bufio.Reader) (byte, error) {
+	for {
+		c, err := src.ReadByte()
+		if err != nil {
+			return 0, unexpectedEOF(err)
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c, nil
+		}
+	}
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// nextElement appends the next element of an array to buf, after the
+// separating comma unless first; end reports the array's "]" instead. It
+// only delimits: the element's validity is decodeConsumer's concern.
+func nextElement(src *bufio.Reader, buf []byte, first bool) (elem []byte, end bool, err error) {
+	c, err := skipSpaces(src)
+	if err != nil {
+		return nil, false, err
+	}
+	if c == ']' {
+		return buf, true, nil
+	}
+	if !first {
+		if c != ',' {
+			return nil, false, fmt.Errorf("invalid character %q after array element", c)
+		}
+		if c, err = skipSpaces(src); err != nil {
+			return nil, false, err
+		}
+	}
+	if c == ']' || c == ',' {
+		return nil, false, fmt.Errorf("invalid character %q looking for an array element", c)
+	}
+	buf = append(buf, c)
+	depth := 0
+	inString := c == '"'
+	switch c {
+	case '{', '[':
+		depth = 1
+	case '"':
+	default: // a literal: up to the next delimiter
+		for {
+			c, err := src.ReadByte()
+			if err != nil {
+				return nil, false, unexpectedEOF(err)
+			}
+			if c == ',' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				src.UnreadByte()
+				return buf, false, nil
+			}
+			buf = append(buf, c)
+		}
+	}
+	escaped := false
+	for depth > 0 || inString {
+		// Scan what src holds in one tight loop rather than a call per
+		// byte: this is most of a restore's reading.
+		if src.Buffered() == 0 {
+			if _, err := src.Peek(1); err != nil {
+				return nil, false, unexpectedEOF(err)
+			}
+		}
+		b, _ := src.Peek(src.Buffered())
+		i := 0
+		for ; i < len(b) && (depth > 0 || inString); i++ {
+			c := b[i]
+			switch {
+			case inString:
+				switch {
+				case escaped:
+					escaped = false
+				case c == '\\':
+					escaped = true
+				case c == '"':
+					inString = false
+				}
+			case c == '"':
+				inString = true
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				depth--
+			}
+		}
+		buf = append(buf, b[:i]...)
+		src.Discard(i)
+	}
+	return buf, false, nil
 }
 
 // decodeArray reads a JSON array (or null) element by element.

@@ -59,13 +59,16 @@ func TestDecodeImageMatchesEncodingJSON(t *testing.T) {
 	}
 	docs = append(docs,
 		`{"lastindex": 7, "Unknown": {"x": [1, 2]}, "PROVIDERS": null, "Consumers": [{"UUID": "c", "Allocations": null}], "Consumers": []}`,
-		`{"LastIndex": null, "CustomTraits": [{"Name": "CUSTOM_X", "Standard": false}]}`)
+		`{"LastIndex": null, "CustomTraits": [{"Name": "CUSTOM_X", "Standard": false}]}`,
+		`{"Consumers": null, "LastIndex": 3}`,
+		`{"Consumers" : [ ] , "lastINDEX": 4 , "Consumers": [ {"UUID": "a b,]}\"", "Allocations": [{"Used": 1}]} , null ]}`,
+		`{"Consumers":[{"UUID":"u","ProjectID":"p","UserID":"x","Type":"","Generation":1,"Created":"0001-01-01T00:00:00Z","Updated":"0001-01-01T00:00:00Z","Allocations":[]}]}`)
 	for _, doc := range docs {
 		var want state.Image
 		if err := json.Unmarshal([]byte(doc), &want); err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeImage(json.NewDecoder(bytes.NewReader([]byte(doc))))
+		got, err := decodeImage(bytes.NewReader([]byte(doc)))
 		if err != nil {
 			t.Fatalf("%s: %v", doc, err)
 		}
@@ -73,8 +76,10 @@ func TestDecodeImageMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", doc, *got, want)
 		}
 	}
-	for _, bad := range []string{`[]`, `{"Providers": {}}`, `{"Providers": [1]}`, `{"LastIndex": "x"}`, `{"Consumers": [`} {
-		if _, err := decodeImage(json.NewDecoder(bytes.NewReader([]byte(bad)))); err == nil {
+	for _, bad := range []string{`[]`, `{"Providers": {}}`, `{"Providers": [1]}`, `{"LastIndex": "x"}`, `{"Consumers": [`,
+		`{"Consumers": [1]}`, `{"Consumers": [{},]}`, `{"Consumers": [,{}]}`, `{"Consumers": nul}`, `{"Consumers": {}}`,
+		`{"Consumers": [{"UUID": "x}]}`, `{"Consumers": [{}] "LastIndex": 1}`, `{"Consumers": []`, `{"Consumers": [{} {}]}`} {
+		if _, err := decodeImage(bytes.NewReader([]byte(bad))); err == nil {
 			t.Errorf("%s: decoded without error", bad)
 		}
 	}

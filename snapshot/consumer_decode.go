@@ -1,0 +1,142 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// decodeConsumer decodes one element of an image's Consumers. Restoring a
+// snapshot is mostly decoding consumers (a million of them in a large
+// cloud, each restart and each snapshot install on a follower), and
+// encoding/json's reflection costs several times a direct parse. So the
+// exact shape encodeImage writes (compact, fields in order, strings without
+// escapes) is parsed directly; anything else, including every malformed
+// input, goes to json.Unmarshal, which decides as it always has.
+func decodeConsumer(raw []byte) (state.ConsumerImage, error) {
+	if c, ok := parseConsumer(raw); ok {
+		return c, nil
+	}
+	var c state.ConsumerImage
+	err := json.Unmarshal(raw, &c)
+	return c, err
+}
+
+// parseConsumer is the direct parse; ok is false when raw is not in the
+// shape encodeImage writes.
+func parseConsumer(raw []byte) (c state.ConsumerImage, ok bool) {
+	p := parser{b: raw}
+	ok = p.lit(`{"UUID":`) && p.str(&c.UUID) &&
+		p.lit(`,"ProjectID":`) && p.str(&c.ProjectID) &&
+		p.lit(`,"UserID":`) && p.str(&c.UserID) &&
+		p.lit(`,"Type":`) && p.str(&c.Type) &&
+		p.lit(`,"Generation":`) && p.int(&c.Generation) &&
+		p.lit(`,"Created":`) && p.time(&c.Created) &&
+		p.lit(`,"Updated":`) && p.time(&c.Updated) &&
+		p.lit(`,"Allocations":`)
+	if !ok {
+		return c, false
+	}
+	if !p.lit("null") {
+		if !p.lit("[") {
+			return c, false
+		}
+		c.Allocations = []state.Allocation{}
+		for i := 0; !p.lit("]"); i++ {
+			if i > 0 && !p.lit(",") {
+				return c, false
+			}
+			var a state.Allocation
+			if !(p.lit(`{"ProviderUUID":`) && p.str(&a.ProviderUUID) &&
+				p.lit(`,"Class":`) && p.str(&a.Class) &&
+				p.lit(`,"Used":`) && p.int(&a.Used) &&
+				p.lit(`,"Created":`) && p.time(&a.Created) &&
+				p.lit(`,"Updated":`) && p.time(&a.Updated) && p.lit("}")) {
+				return c, false
+			}
+			c.Allocations = append(c.Allocations, a)
+		}
+	}
+	return c, p.lit("}") && p.i == len(p.b)
+}
+
+// parser reads raw from position i; each method consumes what it reads
+// and reports whether it found it.
+type parser struct {
+	b []byte
+	i int
+}
+
+func (p *parser) lit(s string) bool {
+	if !bytes.HasPrefix(p.b[p.i:], []byte(s)) {
+		return false
+	}
+	p.i += len(s)
+	return true
+}
+
+// span reads a JSON string without escapes or control characters and
+// returns its contents.
+func (p *parser) span() ([]byte, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
+	}
+	start := p.i + 1
+	for j := start; j < len(p.b); j++ {
+		switch c := p.b[j]; {
+		case c == '"':
+			s := p.b[start:j]
+			if !utf8.Valid(s) {
+				return nil, false
+			}
+			p.i = j + 1
+			return s, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (p *parser) str(dst *string) bool {
+	s, ok := p.span()
+	if ok {
+		*dst = string(s)
+	}
+	return ok
+}
+
+// int reads an integer as JSON writes it: an optional minus, then 0 or
+// digits without a leading zero.
+func (p *parser) int(dst *int64) bool {
+	j := p.i
+	if j < len(p.b) && p.b[j] == '-' {
+		j++
+	}
+	digits := j
+	for j < len(p.b) && p.b[j] >= '0' && p.b[j] <= '9' {
+		j++
+	}
+	if j == digits || p.b[digits] == '0' && j-digits > 1 {
+		return false
+	}
+	n, err := strconv.ParseInt(string(p.b[p.i:j]), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst, p.i = n, j
+	return true
+}
+
+// time reads a time with time.Time's own JSON decoding.
+func (p *parser) time(dst *time.Time) bool {
+	start := p.i
+	if _, ok := p.span(); !ok {
+		return false
+	}
+	return dst.UnmarshalJSON(p.b[start:p.i]) == nil
+}

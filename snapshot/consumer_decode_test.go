@@ -1,0 +1,87 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// decodeConsumer gives what json.Unmarshal gives, for what encodeImage
+// writes and for anything else.
+func TestDecodeConsumerMatchesEncodingJSON(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	words := []string{"", "p", "a3f1c0de-0000-4000-8000-000000000001", "VCPU", "ü-ñ", "<&>", `q"uote`, "back\\slash", "tab\t", "\u2028"}
+	zones := []*time.Location{time.UTC, time.FixedZone("", 2*3600), time.FixedZone("X", -90*60)}
+	word := func() string { return words[rnd.IntN(len(words))] }
+	when := func() time.Time {
+		if rnd.IntN(4) == 0 {
+			return time.Time{}
+		}
+		return time.Unix(rnd.Int64N(4e9), rnd.Int64N(1e9)).In(zones[rnd.IntN(len(zones))])
+	}
+	fast := 0
+	for i := 0; i < 2000; i++ {
+		c := state.ConsumerImage{Consumer: state.Consumer{
+			UUID: word(), ProjectID: word(), UserID: word(), Type: word(),
+			Generation: rnd.Int64N(1<<40) - 5, Created: when(), Updated: when(),
+		}}
+		switch rnd.IntN(3) {
+		case 0: // nil
+		case 1:
+			c.Allocations = []state.Allocation{}
+		default:
+			for k := rnd.IntN(4); k >= 0; k-- {
+				c.Allocations = append(c.Allocations, state.Allocation{ProviderUUID: word(), Class: word(), Used: rnd.Int64N(1e6) - 3, Created: when(), Updated: when()})
+			}
+		}
+		raw, err := json.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDecodeConsumer(t, raw)
+		if _, ok := parseConsumer(raw); ok {
+			fast++
+		}
+	}
+	// Most random words need escapes, which go to encoding/json; plain
+	// ones, as real uuids, classes and project ids are, are parsed.
+	if fast < 20 {
+		t.Errorf("the direct parse took only %d of 2000 consumers", fast)
+	}
+	plain := state.ConsumerImage{Consumer: state.Consumer{UUID: "u", ProjectID: "p", UserID: "x", Generation: 2,
+		Created:     time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+		Allocations: []state.Allocation{{ProviderUUID: "r", Class: "VCPU", Used: 2}}}}
+	raw, _ := json.Marshal(&plain)
+	if _, ok := parseConsumer(raw); !ok {
+		t.Errorf("%s was left to encoding/json", raw)
+	}
+	for _, doc := range []string{
+		`{"UUID":"u"}`, `{"uuid":"u","Allocations":[{"class":"VCPU"}]}`, ` {"UUID":"u"} `, `{}`, `null`,
+		`{"UUID":"u","ProjectID":"p","UserID":"x","Type":"","Generation":01,"Created":"0001-01-01T00:00:00Z","Updated":"0001-01-01T00:00:00Z","Allocations":null}`,
+		`{"UUID":"u","ProjectID":"p","UserID":"x","Type":"","Generation":1.5,"Created":"0001-01-01T00:00:00Z","Updated":"0001-01-01T00:00:00Z","Allocations":null}`,
+		`{"UUID":"u","ProjectID":"p","UserID":"x","Type":"","Generation":1,"Created":"yesterday","Updated":"0001-01-01T00:00:00Z","Allocations":null}`,
+		`{"UUID":"u","ProjectID":"p","UserID":"x","Type":"","Generation":99999999999999999999,"Created":"0001-01-01T00:00:00Z","Updated":"0001-01-01T00:00:00Z","Allocations":null}`,
+		`{"UUID":"u","ProjectID":"p","UserID":"x","Type":"","Generation":1,"Created":"0001-01-01T00:00:00Z","Updated":"0001-01-01T00:00:00Z","Allocations":[]}x`,
+		"{\"UUID\":\"\xff\",\"ProjectID\":\"p\",\"UserID\":\"x\",\"Type\":\"\",\"Generation\":1,\"Created\":\"0001-01-01T00:00:00Z\",\"Updated\":\"0001-01-01T00:00:00Z\",\"Allocations\":null}",
+	} {
+		checkDecodeConsumer(t, []byte(doc))
+	}
+}
+
+func checkDecodeConsumer(t *testing.T, raw []byte) {
+	t.Helper()
+	var want state.ConsumerImage
+	wantErr := json.Unmarshal(raw, &want)
+	got, err := decodeConsumer(raw)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("%s: error %v, encoding/json's %v", raw, err, wantErr)
+	}
+	if err == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n got %s\nwant %s", raw, fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", want))
+	}
+}

@@ -458,3 +458,35 @@ func TestStopWritesHandsWritesOver(t *testing.T) {
 	}
 	c.converged()
 }
+
+// A few large entries (an import's chunks) make a snapshot although they
+// are far fewer than raft's entry threshold, so a restart does not replay
+// them; with SnapshotBytes negative only the entry threshold counts.
+func TestSnapshotAfterLogBytes(t *testing.T) {
+	for _, tc := range []struct {
+		bytes    int64
+		snapshot bool
+	}{{8 << 10, true}, {-1, false}} {
+		c := newTestCluster(t)
+		id := fmt.Sprintf("b%d", tc.bytes)
+		_, trans := raft.NewInmemTransport(raft.ServerAddress(id))
+		n := c.startWith(id, trans, cluster.Config{Bootstrap: true, InMemory: true, DataDir: t.TempDir(),
+			SnapshotBytes: tc.bytes, Tune: fastRaft(nil)})
+		c.leader()
+		// 40 providers with 194-character names: over 8 KiB of entries,
+		// far below raft's threshold of 8192 entries.
+		for i := 0; i < 40; i++ {
+			body := map[string]string{"name": fmt.Sprintf("%s-%03d", strings.Repeat("x", 190), i)}
+			if r := do(t, n, "POST", "/resource_providers", body); r.status != 200 {
+				t.Fatalf("POST: %d", r.status)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for n.node.Status(false).LastSnapshotIndex == 0 && time.Now().Before(deadline) && tc.snapshot {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if got := n.node.Status(false).LastSnapshotIndex > 0; got != tc.snapshot {
+			t.Errorf("SnapshotBytes %d: snapshot taken %v, want %v", tc.bytes, got, tc.snapshot)
+		}
+	}
+}

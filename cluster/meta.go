@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -47,13 +48,29 @@ type clusterFSM struct {
 
 	mu    sync.RWMutex
 	addrs map[string]string // node id -> advertised HTTP address
+
+	// Bytes of log entries applied since the last snapshot. Raft snapshots
+	// by entry count; an import is a few hundred entries of a MiB each,
+	// which would otherwise stay in the log (and be replayed at every
+	// restart) until thousands more entries came. Past snapshotBytes
+	// (0: never) a signal goes to compact, where the node asks Raft for a
+	// snapshot. When a snapshot happens has no effect on the state.
+	sinceSnapshot atomic.Int64
+	snapshotBytes int64
+	compact       chan struct{}
 }
 
-func newClusterFSM(inner *fsm.FSM) *clusterFSM {
-	return &clusterFSM{inner: inner, addrs: map[string]string{}}
+func newClusterFSM(inner *fsm.FSM, snapshotBytes int64) *clusterFSM {
+	return &clusterFSM{inner: inner, addrs: map[string]string{}, snapshotBytes: snapshotBytes, compact: make(chan struct{}, 1)}
 }
 
 func (c *clusterFSM) Apply(l *raft.Log) any {
+	if c.snapshotBytes > 0 && c.sinceSnapshot.Add(int64(len(l.Data))) >= c.snapshotBytes {
+		select {
+		case c.compact <- struct{}{}:
+		default:
+		}
+	}
 	if l.Type != raft.LogCommand || !bytes.HasPrefix(l.Data, metaPrefix) {
 		return c.inner.Apply(l)
 	}
@@ -93,6 +110,7 @@ func (c *clusterFSM) table() map[string]string {
 // Snapshot runs on raft's FSM goroutine, so no Apply runs concurrently and
 // the table and the state are taken at the same index.
 func (c *clusterFSM) Snapshot() (raft.FSMSnapshot, error) {
+	c.sinceSnapshot.Store(0)
 	inner, err := c.inner.Snapshot()
 	if err != nil {
 		return nil, err

@@ -61,6 +61,10 @@ type Config struct {
 	// InMemory keeps the log in memory, and snapshots too unless DataDir
 	// is set (tests only).
 	InMemory bool
+	// SnapshotBytes makes the node take a Raft snapshot once this many
+	// bytes of log entries were applied since the last one, whatever their
+	// number (default 256 MiB; negative: only raft's entry threshold).
+	SnapshotBytes int64
 	// Tune, when set, may adjust the Raft configuration before start.
 	Tune func(*raft.Config)
 }
@@ -102,7 +106,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
 	}
-	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f), stop: make(chan struct{})}
+	if cfg.SnapshotBytes == 0 {
+		cfg.SnapshotBytes = 256 << 20
+	}
+	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{})}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = cfg.Logger
@@ -185,9 +192,26 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	n.Raft = r
 	n.electAloneNow()
-	n.done.Add(1)
+	n.done.Add(2)
 	go n.maintain()
+	go n.compactLog()
 	return n, nil
+}
+
+// compactLog takes a Raft snapshot when the FSM signals that the log has
+// grown by SnapshotBytes since the last one.
+func (n *Node) compactLog() {
+	defer n.done.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.meta.compact:
+		}
+		if err := n.Raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			n.cfg.Logger.Warn("snapshot after a large log growth failed", "error", err)
+		}
+	}
 }
 
 // electAloneNow starts the election at once when this node is the only

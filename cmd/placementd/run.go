@@ -76,8 +76,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
 		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS,
 		// A fresh node given --join waits to be added instead.
-		Bootstrap: len(joins) == 0,
-		Logger:    raftLogger(log),
+		Bootstrap:     len(joins) == 0,
+		Logger:        raftLogger(log),
+		SnapshotBytes: snapshotBytes(cf.snapshotLogMB),
 		Tune: func(rc *raft.Config) {
 			rc.SnapshotThreshold = cf.snapshotThreshold
 			rc.SnapshotInterval = cf.snapshotInterval
@@ -294,4 +295,13 @@ func dedupe(list []string) []string {
 		}
 	}
 	return out
+}
+
+// snapshotBytes turns --snapshot-log-mb into cluster.Config.SnapshotBytes
+// (0 there means the default; here it means off).
+func snapshotBytes(mb int64) int64 {
+	if mb <= 0 {
+		return -1
+	}
+	return mb << 20
 }

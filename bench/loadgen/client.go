@@ -28,9 +28,37 @@ type response struct {
 	err    error
 }
 
+// Client is the load generator's API client, for the other bench tools.
+type Client = client
+
+// Response is a request's outcome as Client.Do returns it.
+type Response = response
+
+// NewClient returns a client of base (http://host:port) that sends every
+// request as token at microversion version through hc.
+func NewClient(base, token, version string, hc *http.Client) *Client {
+	return &client{http: hc, base: base, token: token, version: version}
+}
+
+// Do sends method path with body (JSON unless nil) and extra headers as
+// name, value pairs.
+func (c *client) Do(ctx context.Context, method, path string, body any, headers ...string) Response {
+	return c.do(ctx, "", method, path, body, headers...)
+}
+
+// CloseIdleConnections closes the client's idle connections.
+func (c *client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
+// Status is the answer's status, 0 when the request did not complete.
+func (r response) Status() int { return r.status }
+
+// Expect decodes an answer with status want into out (nil: discard) and
+// turns any other outcome into an error.
+func (r response) Expect(want int, out any) error { return r.expect(want, out) }
+
 // do sends method path with body (marshalled to JSON unless nil) and
 // records its latency under kind when a recorder is set.
-func (c *client) do(ctx context.Context, kind, method, path string, body any) response {
+func (c *client) do(ctx context.Context, kind, method, path string, body any, headers ...string) response {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -48,6 +76,9 @@ func (c *client) do(ctx context.Context, kind, method, path string, body any) re
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	t0 := time.Now()
 	resp, err := c.http.Do(req)

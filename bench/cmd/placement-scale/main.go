@@ -56,7 +56,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+
 	"io/fs"
 	"net/http"
 	"os"
@@ -71,6 +71,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/placementd/placementd/bench/loadgen"
 	"github.com/placementd/placementd/cluster/proctest"
 	"github.com/placementd/placementd/snapshot/export"
 )
@@ -153,7 +154,7 @@ type bench struct {
 	projConsumers [projects]int64
 
 	srv       *server
-	api       *apiClient
+	api       *loadgen.Client
 	restart   time.Duration // run 4: process start to serving
 	dataBytes int64         // the data dir at the end
 	mem       []memPoint
@@ -368,7 +369,7 @@ func (b *bench) start(ctx context.Context, usage bool, extra ...string) (time.Du
 			return 0, fmt.Errorf("placementd exited:\n%s", tail(b.srv.logPath, 3000))
 		}
 		if !listening {
-			if r := b.api.do(ctx, "GET", "/", nil); r.status == 200 {
+			if r := b.api.Do(ctx, "GET", "/", nil); r.Status() == 200 {
 				listening = true
 				logf("GET / answers %s after start", time.Since(started).Round(time.Millisecond))
 			}
@@ -380,7 +381,7 @@ func (b *bench) start(ctx context.Context, usage bool, extra ...string) (time.Du
 				return time.Since(started), nil
 			}
 		default:
-			if r := b.api.do(ctx, "GET", "/_cluster/health", nil); r.status == 200 {
+			if r := b.api.Do(ctx, "GET", "/_cluster/health", nil); r.Status() == 200 {
 				return time.Since(started), nil
 			}
 		}
@@ -396,7 +397,7 @@ func (b *bench) stop() error {
 	// Connections the client opened but never sent a request on would
 	// hold the graceful stop for 5 s (net/http counts a new connection
 	// as idle only after that), which is the client's doing.
-	b.api.http.CloseIdleConnections()
+	b.api.CloseIdleConnections()
 	t0 := time.Now()
 	err := b.srv.stop(time.Minute)
 	logf("stopped (SIGTERM) in %s", time.Since(t0).Round(time.Millisecond))
@@ -414,8 +415,8 @@ func (b *bench) self(ctx context.Context) (st struct {
 	AppliedIndex      uint64 `json:"applied_index"`
 	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
 }, err error) {
-	r := b.api.doAuth(ctx, "GET", "/_cluster/self?digest=false", "Bearer "+secret)
-	err = r.expect(200, &st)
+	r := b.api.Do(ctx, "GET", "/_cluster/self?digest=false", nil, "Authorization", "Bearer "+secret)
+	err = r.Expect(200, &st)
 	return st, err
 }
 
@@ -560,7 +561,7 @@ func (b *bench) writes(ctx context.Context) error {
 					"project_id": projectID(proj), "user_id": userID(proj, j%usersPerProj),
 					"consumer_generation": nil,
 				}
-				if err := b.api.do(ctx, "PUT", "/allocations/"+writeUUID(j), body).expect(204, nil); err != nil {
+				if err := b.api.Do(ctx, "PUT", "/allocations/"+writeUUID(j), body).Expect(204, nil); err != nil {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("PUT /allocations/%s: %w", writeUUID(j), err))
 					mu.Unlock()
@@ -588,7 +589,7 @@ func (b *bench) providerUsageOK(ctx context.Context, p int) (bool, string) {
 	var body struct {
 		Usages map[string]int64 `json:"usages"`
 	}
-	if err := b.api.do(ctx, "GET", "/resource_providers/"+providerUUID(p)+"/usages", nil).expect(200, &body); err != nil {
+	if err := b.api.Do(ctx, "GET", "/resource_providers/"+providerUUID(p)+"/usages", nil).Expect(200, &body); err != nil {
 		return false, err.Error()
 	}
 	n := int64(b.provConsumers[p])
@@ -621,7 +622,7 @@ func (b *bench) checkReads(ctx context.Context, afterWrites bool) {
 			Usages map[string]int64 `json:"usages"`
 		}
 		t0 := time.Now()
-		err := b.api.do(ctx, "GET", "/usages?project_id="+projectID(proj), nil).expect(200, &body)
+		err := b.api.Do(ctx, "GET", "/usages?project_id="+projectID(proj), nil).Expect(200, &body)
 		d := time.Since(t0)
 		switch {
 		case err != nil:
@@ -636,7 +637,7 @@ func (b *bench) checkReads(ctx context.Context, afterWrites bool) {
 		AllocationRequests []json.RawMessage `json:"allocation_requests"`
 	}
 	t0 := time.Now()
-	err := b.api.do(ctx, "GET", "/allocation_candidates?resources=VCPU:1&limit=10", nil).expect(200, &cands)
+	err := b.api.Do(ctx, "GET", "/allocation_candidates?resources=VCPU:1&limit=10", nil).Expect(200, &cands)
 	d := time.Since(t0)
 	switch want := min(10, b.nProv); {
 	case err != nil:
@@ -864,74 +865,8 @@ func dirSize(dir string) int64 {
 
 // --- the Placement API client --------------------------------------------
 
-// apiClient sends Placement API requests as the noauth2 admin at
-// microversion. (bench/loadgen has the like, unexported.)
-type apiClient struct {
-	base string
-	http *http.Client
-}
-
-func newAPIClient(base string) *apiClient {
-	return &apiClient{base: base, http: &http.Client{Timeout: 5 * time.Minute}}
-}
-
-type response struct {
-	status int
-	body   []byte
-	err    error
-}
-
-func (c *apiClient) do(ctx context.Context, method, path string, body any) response {
-	return c.request(ctx, method, path, body, "")
-}
-
-// doAuth sends an operator API request with the Authorization header.
-func (c *apiClient) doAuth(ctx context.Context, method, path, auth string) response {
-	return c.request(ctx, method, path, nil, auth)
-}
-
-func (c *apiClient) request(ctx context.Context, method, path string, body any, auth string) response {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return response{err: err}
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return response{err: err}
-	}
-	req.Header.Set("X-Auth-Token", "admin")
-	req.Header.Set("OpenStack-API-Version", "placement "+microversion)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return response{err: err}
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return response{status: resp.StatusCode, body: raw, err: err}
-}
-
-func (r response) expect(want int, out any) error {
-	if r.err != nil {
-		return r.err
-	}
-	if r.status != want {
-		return fmt.Errorf("status %d, want %d: %.300s", r.status, want, r.body)
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.body, out); err != nil {
-			return fmt.Errorf("decoding %.200s: %w", r.body, err)
-		}
-	}
-	return nil
+// newAPIClient sends Placement API requests as the noauth2 admin at
+// microversion, with bench/loadgen's client.
+func newAPIClient(base string) *loadgen.Client {
+	return loadgen.NewClient(base, "admin", microversion, &http.Client{Timeout: 5 * time.Minute})
 }

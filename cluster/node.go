@@ -151,9 +151,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		}
 		n.closers = append(n.closers, bolt.Close)
 		stable = bolt
-		if logs, err = raft.NewLogCache(512, bolt); err != nil {
-			return nil, err
-		}
+		logs = newLogCache(512, 64<<10, bolt)
 		if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
 			return nil, err
 		}

@@ -390,14 +390,14 @@ type consumerAllocationsJSON struct {
 	ConsumerType       *string                           `json:"consumer_type,omitempty"`
 }
 
-// allocationsModified is upstream's _last_modified_from_allocations: the
-// latest allocation write (zero, meaning now, when there is none).
-func allocationsModified(allocs []state.Allocation) time.Time {
-	var t time.Time
-	for _, a := range allocs {
-		t = latest(t, latest(a.Created, a.Updated))
+// allocationsModified is upstream's _last_modified_from_allocations for one
+// consumer: its latest allocation write, which the consumer's Updated
+// records (zero, meaning now, when it has no allocations).
+func allocationsModified(c *state.Consumer) time.Time {
+	if c == nil || len(c.Allocations) == 0 {
+		return time.Time{}
 	}
-	return t
+	return c.Updated
 }
 
 func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) {
@@ -445,7 +445,7 @@ func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 			out.ConsumerType = &t
 		}
 	}
-	setLastModified(w, r, allocationsModified(allocs))
+	setLastModified(w, r, allocationsModified(c))
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -492,7 +492,7 @@ func (s *Server) listProviderAllocations(w http.ResponseWriter, r *http.Request)
 			byConsumer[a.ConsumerUUID] = pc
 		}
 		pc.Resources[a.Class] = a.Used
-		modified = latest(modified, latest(a.Created, a.Updated))
+		modified = latest(modified, a.Written)
 	}
 	setLastModified(w, r, modified)
 	writeJSON(w, http.StatusOK, struct {

@@ -17,11 +17,11 @@ import (
 // exact shape encodeImage writes (compact, fields in order, strings without
 // escapes) is parsed directly; anything else, including every malformed
 // input, goes to json.Unmarshal, which decides as it always has.
-func decodeConsumer(raw []byte) (state.ConsumerImage, error) {
+func decodeConsumer(raw []byte) (*state.Consumer, error) {
 	if c, ok := parseConsumer(raw); ok {
-		return c, nil
+		return &c.Consumer, nil
 	}
-	var c state.ConsumerImage
+	var c *state.Consumer
 	err := json.Unmarshal(raw, &c)
 	return c, err
 }
@@ -54,14 +54,23 @@ func parseConsumer(raw []byte) (c state.ConsumerImage, ok bool) {
 			if !(p.lit(`{"ProviderUUID":`) && p.str(&a.ProviderUUID) &&
 				p.lit(`,"Class":`) && p.str(&a.Class) &&
 				p.lit(`,"Used":`) && p.int(&a.Used) &&
-				p.lit(`,"Created":`) && p.time(&a.Created) &&
-				p.lit(`,"Updated":`) && p.time(&a.Updated) && p.lit("}")) {
+				p.allocationTimes() && p.lit("}")) {
 				return c, false
 			}
 			c.Allocations = append(c.Allocations, a)
 		}
 	}
 	return c, p.lit("}") && p.i == len(p.b)
+}
+
+// allocationTimes skips the per-allocation times snapshots written before
+// allocations lost their own (the consumer's Updated stands for them).
+func (p *parser) allocationTimes() bool {
+	if !p.lit(`,"Created":`) {
+		return true
+	}
+	var t time.Time
+	return p.time(&t) && p.lit(`,"Updated":`) && p.time(&t)
 }
 
 // parser reads raw from position i; each method consumes what it reads

@@ -90,9 +90,10 @@ func encodeArray[T any](bw *bufio.Writer, name string, items []T) error {
 // providers and consumers one at a time, so that only one element's JSON
 // is held at once rather than the whole document.
 func decodeImage(r io.Reader) (*state.Image, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	dec := json.NewDecoder(br)
+	var under io.Reader = bufio.NewReaderSize(r, 64<<10)
+	dec := json.NewDecoder(under)
 	var img state.Image
+	var providers providerDecoder
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func decodeImage(r io.Reader) (*state.Image, error) {
 		key, _ := t.(string)
 		switch {
 		case strings.EqualFold(key, "Providers"):
-			img.Providers, err = decodeArray[state.ProviderImage](dec)
+			img.Providers, dec, under, err = decodeElements(dec, under, providers.decode)
 		case strings.EqualFold(key, "CustomClasses"):
 			img.CustomClasses, err = decodeArray[state.ResourceClass](dec)
 		case strings.EqualFold(key, "CustomTraits"):
@@ -112,7 +113,7 @@ func decodeImage(r io.Reader) (*state.Image, error) {
 		case strings.EqualFold(key, "ConsumerTypes"):
 			img.ConsumerTypes, err = decodeArray[state.ConsumerType](dec)
 		case strings.EqualFold(key, "Consumers"):
-			img.Consumers, dec, err = decodeConsumers(dec, br)
+			img.Consumers, dec, under, err = decodeElements(dec, under, decodeConsumer)
 		case strings.EqualFold(key, "LastIndex"):
 			err = dec.Decode(&img.LastIndex)
 		case strings.EqualFold(key, "NextProviderID"):
@@ -135,35 +136,36 @@ func decodeImage(r io.Reader) (*state.Image, error) {
 	return &img, nil
 }
 
-// decodeConsumers reads the Consumers array (or null) that dec is at.
-// Consumers are most of a large state, and json.Decoder scans each value
-// twice and decodes it by reflection; so the array is delimited here, byte
-// by byte from what dec buffered and the rest of br, and each element goes
-// to decodeConsumer. It returns a decoder for the rest of the image, as
-// if the image's object started again where the array ended.
-func decodeConsumers(dec *json.Decoder, br *bufio.Reader) ([]state.ConsumerImage, *json.Decoder, error) {
+// decodeElements reads the array (or null) that dec is at, the Providers
+// or the Consumers: they are nearly all of a large state, and json.Decoder
+// scans each value twice and decodes it by reflection. So the array is
+// delimited here, byte by byte from what dec buffered and the rest of
+// under (the reader dec reads from), and each element goes to decode. It
+// returns a decoder for the rest of the image, as if the image's object
+// started again where the array ended, and the reader under it.
+func decodeElements[T any](dec *json.Decoder, under io.Reader, decode func([]byte) (T, error)) ([]T, *json.Decoder, io.Reader, error) {
 	if !dec.More() { // not at a value: let the decoder report it
 		_, err := dec.Token()
-		return nil, dec, errOr(err, "want an array")
+		return nil, dec, under, errOr(err, "want an array")
 	}
-	src := bufio.NewReaderSize(io.MultiReader(dec.Buffered(), br), 64<<10)
-	rest := func() (*json.Decoder, error) {
+	src := bufio.NewReaderSize(io.MultiReader(dec.Buffered(), under), 64<<10)
+	rest := func() (*json.Decoder, io.Reader, error) {
 		// What follows the array is "," and more keys, or "}": the rest
 		// of the object, which a fresh decoder reads after a "{".
 		c, err := skipSpaces(src)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch c {
 		case ',':
 		case '}':
 			src.UnreadByte()
 		default:
-			return nil, fmt.Errorf("invalid character %q after object key:value pair", c)
+			return nil, nil, fmt.Errorf("invalid character %q after object key:value pair", c)
 		}
 		next := json.NewDecoder(io.MultiReader(strings.NewReader("{"), src))
 		_, err = next.Token()
-		return next, err
+		return next, src, err
 	}
 	// dec read the key; the colon after it is still in its buffer.
 	c, err := skipSpaces(src)
@@ -174,33 +176,33 @@ func decodeConsumers(dec *json.Decoder, br *bufio.Reader) ([]state.ConsumerImage
 		c, err = skipSpaces(src)
 	}
 	if err != nil {
-		return nil, dec, err
+		return nil, dec, under, err
 	}
 	if c != '[' {
 		var ull [3]byte
 		if _, err := io.ReadFull(src, ull[:]); c != 'n' || err != nil || string(ull[:]) != "ull" {
-			return nil, dec, errors.New("want an array")
+			return nil, dec, under, errors.New("want an array")
 		}
-		next, err := rest()
-		return nil, next, err
+		next, nextUnder, err := rest()
+		return nil, next, nextUnder, err
 	}
-	out := []state.ConsumerImage{}
+	out := []T{}
 	var buf []byte
 	for first := true; ; first = false {
 		var end bool
 		buf, end, err = nextElement(src, buf[:0], first)
 		if err != nil {
-			return nil, dec, err
+			return nil, dec, under, err
 		}
 		if end {
-			next, err := rest()
-			return out, next, err
+			next, nextUnder, err := rest()
+			return out, next, nextUnder, err
 		}
-		c, err := decodeConsumer(buf)
+		v, err := decode(buf)
 		if err != nil {
-			return nil, dec, err
+			return nil, dec, under, err
 		}
-		out = append(out, c)
+		out = append(out, v)
 	}
 }
 

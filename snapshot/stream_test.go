@@ -25,10 +25,10 @@ func streamImages() []*state.Image {
 		CustomClasses: []state.ResourceClass{{ID: 10000, Name: "CUSTOM_A", Created: at}},
 		CustomTraits:  []state.Trait{{Name: "CUSTOM_T"}},
 		ConsumerTypes: []state.ConsumerType{{ID: 1, Name: "INSTANCE"}},
-		Consumers: []state.ConsumerImage{{Consumer: state.Consumer{UUID: "c", ProjectID: "p", UserID: "u", Generation: 1,
-			Allocations: []state.Allocation{{ProviderUUID: "11111111-1111-1111-1111-111111111111", Class: "VCPU", Used: 2, Created: at}}}}},
+		Consumers: []*state.Consumer{{UUID: "c", ProjectID: "p", UserID: "u", Generation: 1,
+			Allocations: []state.Allocation{{ProviderUUID: "11111111-1111-1111-1111-111111111111", Class: "VCPU", Used: 2}}}},
 	}
-	empty := &state.Image{Providers: []state.ProviderImage{}, Consumers: []state.ConsumerImage{}}
+	empty := &state.Image{Providers: []state.ProviderImage{}, Consumers: []*state.Consumer{}}
 	return []*state.Image{full, empty, {}}
 }
 

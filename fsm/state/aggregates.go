@@ -44,8 +44,7 @@ func (c *SetAggregates) Apply(s *Store, m Meta) (any, error) {
 	}
 	for a := range want {
 		if !p.Aggregates[a] {
-			p.Aggregates[a] = true
-			addToSet(s.AggregateIndex, a, p.UUID)
+			s.addProviderAggregate(p, a)
 		}
 	}
 	if c.Generation != nil {

@@ -300,6 +300,10 @@ func (s *Store) applyAllocationPlan(pl *allocPlan, m Meta) {
 		c := cp.existing
 		if c != nil {
 			s.indexConsumer(c, -1)
+			// A new struct: stored consumers are shared with snapshot
+			// images and are never changed in place.
+			changed := *c
+			c = &changed
 		} else {
 			c = &Consumer{UUID: r.Consumer, Created: m.Time}
 		}
@@ -307,9 +311,6 @@ func (s *Store) applyAllocationPlan(pl *allocPlan, m Meta) {
 		if r.ConsumerType != "" {
 			s.ensureConsumerType(r.ConsumerType, m)
 			c.Type = r.ConsumerType
-		}
-		for j := range cp.allocs {
-			cp.allocs[j].Created = m.Time
 		}
 		c.Allocations = cp.allocs
 		// One copy of each uuid, class, project and user string however

@@ -119,7 +119,7 @@ func TestSetAllocationsCreatesConsumerAndBumpsGenerations(t *testing.T) {
 		t.Errorf("usages = %v", p.Usages)
 	}
 	// Stored in provider then class order.
-	if got := c.Allocations; len(got) != 2 || got[0].Class != "DISK_GB" || got[1].Class != "VCPU" || !got[0].Created.Equal(alT0) {
+	if got := c.Allocations; len(got) != 2 || got[0].Class != "DISK_GB" || got[1].Class != "VCPU" || !c.Updated.Equal(alT0) {
 		t.Errorf("allocations = %+v", got)
 	}
 	groups := s.ProjectUsage("proj", "")

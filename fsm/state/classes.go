@@ -94,18 +94,20 @@ func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
 			p.Usages[c.NewName] = used
 		}
 	}
-	for _, con := range s.Consumers {
+	for uuid, con := range s.Consumers {
 		for i := range con.Allocations {
 			if con.Allocations[i].Class == c.Name {
-				// A new slice: stored allocation slices are shared with
-				// snapshot images and are never changed in place.
-				allocs := slices.Clone(con.Allocations)
-				for j := i; j < len(allocs); j++ {
-					if allocs[j].Class == c.Name {
-						allocs[j].Class = c.NewName
+				// A new consumer and slice: stored consumers and their
+				// allocations are shared with snapshot images and are
+				// never changed in place.
+				renamed := *con
+				renamed.Allocations = slices.Clone(con.Allocations)
+				for j := i; j < len(renamed.Allocations); j++ {
+					if renamed.Allocations[j].Class == c.Name {
+						renamed.Allocations[j].Class = c.NewName
 					}
 				}
-				con.Allocations = allocs
+				s.Consumers[uuid] = &renamed
 				break
 			}
 		}

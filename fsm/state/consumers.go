@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Consumers are created by the first write of their allocations and
@@ -28,6 +29,8 @@ func (s *Store) ConsumerCopy(uuid string) *Consumer {
 type ProviderAllocation struct {
 	ConsumerUUID       string
 	ConsumerGeneration int64
+	// Written is when the consumer's allocations were last written.
+	Written time.Time
 	Allocation
 }
 
@@ -43,7 +46,7 @@ func (s *Store) ProviderAllocations(providerUUID string) []ProviderAllocation {
 		}
 		for _, a := range c.Allocations {
 			if a.ProviderUUID == providerUUID {
-				out = append(out, ProviderAllocation{ConsumerUUID: c.UUID, ConsumerGeneration: c.Generation, Allocation: a})
+				out = append(out, ProviderAllocation{ConsumerUUID: c.UUID, ConsumerGeneration: c.Generation, Written: c.Updated, Allocation: a})
 			}
 		}
 	}

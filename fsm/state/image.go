@@ -18,7 +18,7 @@ type Image struct {
 	CustomClasses      []ResourceClass // by ID
 	CustomTraits       []Trait         // by name
 	ConsumerTypes      []ConsumerType  // by ID
-	Consumers          []ConsumerImage // by UUID
+	Consumers          []*Consumer     // by UUID
 }
 
 // ProviderImage is a provider without its derived usage index.
@@ -84,15 +84,16 @@ func (s *Store) Image() *Image {
 		img.ConsumerTypes = append(img.ConsumerTypes, *ct)
 	}
 	sort.Slice(img.ConsumerTypes, func(i, j int) bool { return img.ConsumerTypes[i].ID < img.ConsumerTypes[j].ID })
-	// The allocation slices are shared, not copied: the store never changes
-	// a stored slice in place (writes replace it), and an image is only
-	// read. At a million consumers the copy would be most of a second
-	// state in memory while a snapshot is written.
+	// Consumers are shared, not copied: the store never changes a stored
+	// consumer or its allocation slice in place (a write replaces them),
+	// and an image is only read. At a million consumers the copy would be
+	// a large part of a second state in memory while a snapshot is
+	// written, and would hold the FSM's lock longer.
 	if len(s.Consumers) > 0 { // nil otherwise: "null" in the JSON, as always
-		img.Consumers = make([]ConsumerImage, 0, len(s.Consumers))
+		img.Consumers = make([]*Consumer, 0, len(s.Consumers))
 	}
 	for _, uuid := range SortedKeys(s.Consumers) {
-		img.Consumers = append(img.Consumers, ConsumerImage{Consumer: *s.Consumers[uuid]})
+		img.Consumers = append(img.Consumers, s.Consumers[uuid])
 	}
 	return img
 }
@@ -129,12 +130,10 @@ func Load(img *Image) (*Store, error) {
 			p.Inventories[ii.Class] = &inv
 		}
 		for _, t := range pi.Traits {
-			p.Traits[t] = true
-			addToSet(s.TraitIndex, t, p.UUID)
+			s.addProviderTrait(p, t)
 		}
 		for _, a := range pi.Aggregates {
-			p.Aggregates[a] = true
-			addToSet(s.AggregateIndex, a, p.UUID)
+			s.addProviderAggregate(p, a)
 		}
 		s.Providers[p.UUID] = p
 		s.ProviderByName[p.Name] = p.UUID
@@ -148,7 +147,10 @@ func Load(img *Image) (*Store, error) {
 		}
 	}
 	for _, ci := range img.Consumers {
-		c := ci.Consumer
+		if ci == nil {
+			return nil, fmt.Errorf("state image: a consumer is null")
+		}
+		c := *ci
 		c.Allocations = append([]Allocation(nil), c.Allocations...)
 		for _, a := range c.Allocations {
 			if s.Providers[a.ProviderUUID] == nil {

@@ -421,12 +421,10 @@ func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
 			p.Inventories[ii.Class] = &inv
 		}
 		for _, t := range pi.Traits {
-			p.Traits[t] = true
-			addToSet(s.TraitIndex, t, p.UUID)
+			s.addProviderTrait(p, t)
 		}
 		for _, a := range pi.Aggregates {
-			p.Aggregates[a] = true
-			addToSet(s.AggregateIndex, a, p.UUID)
+			s.addProviderAggregate(p, a)
 		}
 		s.Providers[p.UUID] = p
 		s.ProviderByName[p.Name] = p.UUID
@@ -445,9 +443,6 @@ func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
 		con.Created = orTime(con.Created, m.Time)
 		con.Updated = orTime(con.Updated, con.Created)
 		con.Allocations = append([]Allocation(nil), ci.Allocations...)
-		for j := range con.Allocations {
-			con.Allocations[j].Created = orTime(con.Allocations[j].Created, m.Time)
-		}
 		s.sortAllocations(con.Allocations)
 		s.internConsumer(&con)
 		s.Consumers[con.UUID] = &con

@@ -64,11 +64,20 @@ func imSource(t *testing.T) *Store {
 	return s
 }
 
+// imConsumers copies an image's consumers as a chunk carries them.
+func imConsumers(img *Image) []ConsumerImage {
+	var out []ConsumerImage
+	for _, c := range img.Consumers {
+		out = append(out, ConsumerImage{Consumer: *c})
+	}
+	return out
+}
+
 // imChunk turns an image into one import chunk, as an export would.
 func imChunk(img *Image) *ImportChunk {
 	return &ImportChunk{
 		First: true, CustomClasses: img.CustomClasses, CustomTraits: img.CustomTraits,
-		ConsumerTypes: img.ConsumerTypes, Providers: img.Providers, Consumers: img.Consumers,
+		ConsumerTypes: img.ConsumerTypes, Providers: img.Providers, Consumers: imConsumers(img),
 		NextProviderID: img.NextProviderID, NextClassID: img.NextClassID, NextConsumerTypeID: img.NextConsumerTypeID,
 	}
 }
@@ -112,7 +121,7 @@ func TestImportChunkRebuildsTheSameState(t *testing.T) {
 			rest.Providers = append([]ProviderImage{p}, rest.Providers...)
 		}
 	}
-	rest.Consumers = img.Consumers
+	rest.Consumers = imConsumers(img)
 	rest.NextProviderID, rest.NextClassID, rest.NextConsumerTypeID = img.NextProviderID, img.NextClassID, img.NextConsumerTypeID
 
 	dst := New()

@@ -41,8 +41,7 @@ func (s *Store) setProviderTraits(p *Provider, want map[string]bool, m Meta) {
 	}
 	for t := range want {
 		if !p.Traits[t] {
-			p.Traits[t] = true
-			addToSet(s.TraitIndex, t, p.UUID)
+			s.addProviderTrait(p, t)
 			changed = true
 		}
 	}

@@ -109,18 +109,21 @@ type Consumer struct {
 	Type       string // "" when the consumer has no type (reported as unknown)
 	Generation int64
 	Created    time.Time
-	Updated    time.Time
+	// Updated is when the consumer's allocations were last written: every
+	// write replaces all of them, as upstream's, so it is also each
+	// allocation's creation time (what Last-Modified reports).
+	Updated time.Time
 	// Allocations in a deterministic order (provider ID, then class).
 	Allocations []Allocation
 }
 
 // Allocation is an amount of one class a consumer holds on one provider.
+// It has no timestamps of its own: a million consumers' allocations are
+// most of a large cloud's memory, and their time is the consumer's Updated.
 type Allocation struct {
 	ProviderUUID string
 	Class        string
 	Used         int64
-	Created      time.Time
-	Updated      time.Time
 }
 
 // UsageKey addresses one entry of the project usage index. User "" holds a
@@ -237,6 +240,26 @@ func CommandKinds() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// addProviderTrait gives p the trait name. Providers share the trait's
+// own copy of the name rather than each keeping the one decoded from its
+// command or snapshot: a large cloud's providers carry dozens of traits
+// each, and millions of copies of the same few names.
+func (s *Store) addProviderTrait(p *Provider, name string) {
+	if t := s.Traits[name]; t != nil {
+		name = t.Name
+	}
+	p.Traits[name] = true
+	addToSet(s.TraitIndex, name, p.UUID)
+}
+
+// addProviderAggregate puts p in aggregate a, sharing one copy of the
+// aggregate's uuid among its members (see addProviderTrait).
+func (s *Store) addProviderAggregate(p *Provider, a string) {
+	a = intern(a)
+	p.Aggregates[a] = true
+	addToSet(s.AggregateIndex, a, p.UUID)
 }
 
 // addToSet adds member to the set stored under key in index.

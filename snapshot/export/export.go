@@ -188,7 +188,7 @@ func FromImage(img *state.Image) *Document {
 			Generation: ci.Generation, CreatedAt: ci.Created, UpdatedAt: ci.Updated, Allocations: []Allocation{}}
 		for _, a := range ci.Allocations {
 			c.Allocations = append(c.Allocations, Allocation{ResourceProviderUUID: a.ProviderUUID, ResourceClass: a.Class,
-				Used: a.Used, CreatedAt: a.Created, UpdatedAt: a.Updated})
+				Used: a.Used, CreatedAt: ci.Updated})
 		}
 		d.Consumers = append(d.Consumers, c)
 	}
@@ -234,7 +234,7 @@ func consumerImage(c *Consumer) state.ConsumerImage {
 	}}
 	for _, a := range c.Allocations {
 		ci.Allocations = append(ci.Allocations, state.Allocation{ProviderUUID: a.ResourceProviderUUID,
-			Class: a.ResourceClass, Used: a.Used, Created: a.CreatedAt, Updated: a.UpdatedAt})
+			Class: a.ResourceClass, Used: a.Used})
 	}
 	return ci
 }

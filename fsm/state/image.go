@@ -129,8 +129,12 @@ func Load(img *Image) (*Store, error) {
 			inv := ii.Inventory
 			p.Inventories[ii.Class] = &inv
 		}
-		for _, t := range pi.Traits {
-			s.addProviderTrait(p, t)
+		if len(pi.Traits) > 0 {
+			want := make(map[string]bool, len(pi.Traits))
+			for _, t := range pi.Traits {
+				want[t] = true
+			}
+			s.setTraits(p, want)
 		}
 		for _, a := range pi.Aggregates {
 			s.addProviderAggregate(p, a)

@@ -127,7 +127,7 @@ func (s *Store) replaceWith(fresh *Store) {
 	s.Providers, s.ProviderByName, s.Children = fresh.Providers, fresh.ProviderByName, fresh.Children
 	s.AggregateIndex, s.TraitIndex, s.ProviderConsumers = fresh.AggregateIndex, fresh.TraitIndex, fresh.ProviderConsumers
 	s.Classes, s.Traits, s.ConsumerTypes = fresh.Classes, fresh.Traits, fresh.ConsumerTypes
-	s.Consumers, s.Usage = fresh.Consumers, fresh.Usage
+	s.Consumers, s.Usage, s.traitSets = fresh.Consumers, fresh.Usage, fresh.traitSets
 	s.NextProviderID, s.NextClassID, s.NextConsumerTypeID = fresh.NextProviderID, fresh.NextClassID, fresh.NextConsumerTypeID
 }
 
@@ -411,7 +411,7 @@ func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
 			ParentUUID: pi.ParentUUID, RootUUID: pl.roots[pi.UUID],
 			Created: created, Updated: orTime(pi.Updated, created),
 			Inventories: make(map[string]*Inventory, len(pi.Inventories)),
-			Traits:      make(map[string]bool, len(pi.Traits)),
+			Traits:      map[string]bool{},
 			Aggregates:  make(map[string]bool, len(pi.Aggregates)),
 			Usages:      map[string]int64{},
 		}
@@ -420,8 +420,12 @@ func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
 			inv.Created = orTime(inv.Created, m.Time)
 			p.Inventories[ii.Class] = &inv
 		}
-		for _, t := range pi.Traits {
-			s.addProviderTrait(p, t)
+		if len(pi.Traits) > 0 {
+			want := make(map[string]bool, len(pi.Traits))
+			for _, t := range pi.Traits {
+				want[t] = true
+			}
+			s.setTraits(p, want)
 		}
 		for _, a := range pi.Aggregates {
 			s.addProviderAggregate(p, a)

@@ -31,21 +31,7 @@ func (s *Store) ProviderTraits(p *Provider) []Trait {
 // setProviderTraits makes p's traits exactly want, keeping TraitIndex in
 // step. As upstream, the generation is bumped only if something changed.
 func (s *Store) setProviderTraits(p *Provider, want map[string]bool, m Meta) {
-	changed := false
-	for t := range p.Traits {
-		if !want[t] {
-			delete(p.Traits, t)
-			removeFromSet(s.TraitIndex, t, p.UUID)
-			changed = true
-		}
-	}
-	for t := range want {
-		if !p.Traits[t] {
-			s.addProviderTrait(p, t)
-			changed = true
-		}
-	}
-	if changed {
+	if s.setTraits(p, want) {
 		p.bumpGeneration(m)
 	}
 }

@@ -139,3 +139,51 @@ func TestListTraits(t *testing.T) {
 		t.Errorf("unfiltered: %d traits, want %d", len(all), len(StandardTraits)+4)
 	}
 }
+
+// Providers with the same traits share one map, which no command changes
+// in place; the shared sets are forgotten when no provider holds them.
+func TestProviderTraitSetsShared(t *testing.T) {
+	s := New()
+	for _, u := range []string{"rp1", "rp2", "rp3"} {
+		alProvider(t, s, u, "")
+	}
+	set := func(u string, traits ...string) {
+		t.Helper()
+		alMust(t, s, &SetProviderTraits{Provider: u, Generation: s.Providers[u].Generation, Traits: traits})
+	}
+	same := func(a, b string) bool {
+		return reflect.ValueOf(s.Providers[a].Traits).UnsafePointer() == reflect.ValueOf(s.Providers[b].Traits).UnsafePointer()
+	}
+	set("rp1", "HW_CPU_X86_AVX", "COMPUTE_NODE")
+	set("rp2", "COMPUTE_NODE", "HW_CPU_X86_AVX")
+	set("rp3", "COMPUTE_NODE")
+	if !same("rp1", "rp2") || same("rp1", "rp3") {
+		t.Fatalf("rp1/rp2 shared %v, rp1/rp3 shared %v", same("rp1", "rp2"), same("rp1", "rp3"))
+	}
+	shared := s.Providers["rp2"].Traits
+	set("rp1", "COMPUTE_NODE")
+	if !reflect.DeepEqual(shared, map[string]bool{"HW_CPU_X86_AVX": true, "COMPUTE_NODE": true}) || !same("rp1", "rp3") {
+		t.Fatalf("changing rp1 changed rp2's traits to %v (or rp1 did not join rp3's set)", shared)
+	}
+	alMust(t, s, &DeleteProvider{UUID: "rp2"})
+	if len(s.traitSets) != 1 || s.traitSets["COMPUTE_NODE"].providers != 2 {
+		t.Errorf("shared sets %v", s.traitSets)
+	}
+	set("rp1")
+	set("rp3")
+	if len(s.traitSets) != 0 || len(s.Providers["rp1"].Traits) != 0 {
+		t.Errorf("shared sets %v left after every provider dropped its traits", s.traitSets)
+	}
+	invTraitIndexOK(t, s)
+	// A restored store shares them too.
+	set("rp1", "COMPUTE_NODE")
+	set("rp3", "COMPUTE_NODE")
+	fresh, err := Load(s.Image())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := fresh.Providers["rp1"].Traits, fresh.Providers["rp3"].Traits
+	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() || fresh.traitSets["COMPUTE_NODE"].providers != 2 {
+		t.Errorf("Load did not share the trait set")
+	}
+}

@@ -229,9 +229,7 @@ func (c *DeleteProvider) Apply(s *Store, m Meta) (any, error) {
 		return nil, Conflictf(CodeProviderInUse,
 			"Unable to delete resource provider %s: Resource provider has allocations.", p.UUID)
 	}
-	for t := range p.Traits {
-		removeFromSet(s.TraitIndex, t, p.UUID)
-	}
+	s.setTraits(p, nil)
 	for a := range p.Aggregates {
 		removeFromSet(s.AggregateIndex, a, p.UUID)
 	}

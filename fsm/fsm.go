@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -90,6 +91,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.store = store
 	f.mu.Unlock()
+	// The decoded snapshot and the store it replaced are garbage as large
+	// as the state. Collect them and return the memory now: otherwise the
+	// heap's next goal is set from the restore's peak (twice the state
+	// under Go's default GOGC), and replaying the log after it fills that.
+	debug.FreeOSMemory()
 	return nil
 }
 

@@ -45,7 +45,10 @@ func parseConsumer(raw []byte) (c state.ConsumerImage, ok bool) {
 		if !p.lit("[") {
 			return c, false
 		}
-		c.Allocations = []state.Allocation{}
+		// Collected aside, then copied to a slice of the exact size the
+		// store keeps.
+		var scratch [8]state.Allocation
+		allocs := scratch[:0]
 		for i := 0; !p.lit("]"); i++ {
 			if i > 0 && !p.lit(",") {
 				return c, false
@@ -57,8 +60,9 @@ func parseConsumer(raw []byte) (c state.ConsumerImage, ok bool) {
 				p.allocationTimes() && p.lit("}")) {
 				return c, false
 			}
-			c.Allocations = append(c.Allocations, a)
+			allocs = append(allocs, a)
 		}
+		c.Allocations = append([]state.Allocation{}, allocs...)
 	}
 	return c, p.lit("}") && p.i == len(p.b)
 }

@@ -150,20 +150,25 @@ func Load(img *Image) (*Store, error) {
 			addToSet(s.Children, p.ParentUUID, p.UUID)
 		}
 	}
-	for _, ci := range img.Consumers {
-		if ci == nil {
+	// The store takes the image's consumers as they are, not copies: a
+	// restore's image is its own, and copying a million consumers would
+	// add half as much again to the memory a restore peaks at. Interning
+	// only replaces their strings with equal ones.
+	for _, c := range img.Consumers {
+		if c == nil {
 			return nil, fmt.Errorf("state image: a consumer is null")
 		}
-		c := *ci
-		c.Allocations = append([]Allocation(nil), c.Allocations...)
 		for _, a := range c.Allocations {
 			if s.Providers[a.ProviderUUID] == nil {
 				return nil, fmt.Errorf("state image: consumer %s allocates from unknown provider %s", c.UUID, a.ProviderUUID)
 			}
 		}
-		s.internConsumer(&c)
-		s.Consumers[c.UUID] = &c
-		s.indexConsumer(&c, +1)
+		if cap(c.Allocations) != len(c.Allocations) {
+			c.Allocations = append([]Allocation(nil), c.Allocations...)
+		}
+		s.internConsumer(c)
+		s.Consumers[c.UUID] = c
+		s.indexConsumer(c, +1)
 	}
 	return s, nil
 }

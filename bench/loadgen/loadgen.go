@@ -10,6 +10,9 @@
 //     random, PUT /allocations/{new consumer} with consumer_generation null;
 //     on 409 try another candidate, then query again;
 //   - put: PUT /allocations/{new consumer} straight onto a random node;
+//   - put-paced: the same PUTs offered at a fixed rate (Config.PacedRate)
+//     rather than as fast as the server answers, for write latency below
+//     saturation;
 //   - post: POST /allocations creating two consumers at once;
 //   - usages: GET /resource_providers/{uuid}/usages and GET /usages;
 //   - delete: DELETE /allocations/{consumer} of half the consumers made.
@@ -38,13 +41,14 @@ import (
 const (
 	PhaseScheduler = "scheduler"
 	PhasePut       = "put"
+	PhasePutPaced  = "put-paced"
 	PhasePost      = "post"
 	PhaseUsages    = "usages"
 	PhaseDelete    = "delete"
 )
 
 // AllPhases is the default workload.
-var AllPhases = []string{PhaseScheduler, PhasePut, PhasePost, PhaseUsages, PhaseDelete}
+var AllPhases = []string{PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete}
 
 // Request kinds whose latencies are reported.
 const (
@@ -52,6 +56,7 @@ const (
 	KindClaimPut   = "PUT /allocations (claim)"
 	KindClaim      = "claim (queries+PUTs)"
 	KindPut        = "PUT /allocations"
+	KindPutPaced   = "PUT /allocations (paced, from due time)"
 	KindPost       = "POST /allocations"
 	KindRPUsages   = "GET /resource_providers/{u}/usages"
 	KindUsages     = "GET /usages"
@@ -86,6 +91,9 @@ type Config struct {
 	// set, also bounds each phase's operations (for tests).
 	Duration time.Duration
 	MaxOps   int
+	// PacedRate is the put-paced phase's offered load, PUTs per second
+	// across all clients (default 500).
+	PacedRate float64
 	// Limit is the allocation candidates limit (default 50).
 	Limit int
 	// Flavor is what one consumer claims (default VCPU 2, MEMORY_MB 2048,
@@ -140,6 +148,9 @@ func (c *Config) defaults() error {
 	if c.Limit <= 0 {
 		c.Limit = 50
 	}
+	if c.PacedRate <= 0 {
+		c.PacedRate = 500
+	}
 	if c.Flavor == (Flavor{}) {
 		c.Flavor = Flavor{VCPU: 2, MemoryMB: 2048, DiskGB: 20}
 	}
@@ -148,7 +159,7 @@ func (c *Config) defaults() error {
 	}
 	for _, p := range c.Phases {
 		switch p {
-		case PhaseScheduler, PhasePut, PhasePost, PhaseUsages, PhaseDelete:
+		case PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete:
 		default:
 			return fmt.Errorf("loadgen: unknown phase %q", p)
 		}
@@ -360,6 +371,8 @@ func (r *run) phase(ctx context.Context, name string) Phase {
 			w.scheduler(ctx, more, &c)
 		case PhasePut:
 			w.put(ctx, more, &c)
+		case PhasePutPaced:
+			w.putPaced(ctx, more, &c)
 		case PhasePost:
 			w.post(ctx, more, &c)
 		case PhaseUsages:
@@ -596,6 +609,33 @@ func (w *worker) put(ctx context.Context, more func() bool, c *counts) {
 		if w.claim(ctx, KindPut, w.nodeAlloc(n), c) == claimOK {
 			c.ops++
 		}
+	}
+}
+
+// putPaced makes the put phase's claims at this worker's share of
+// Config.PacedRate, each due at a fixed interval after the last. Its
+// latency counts from when the request was due, not from when it was
+// sent: a worker held up by a slow answer sends late, and that wait is
+// the server's (without it, a stall would hide the requests it delayed).
+func (w *worker) putPaced(ctx context.Context, more func() bool, c *counts) {
+	interval := time.Duration(float64(time.Second) * float64(len(w.r.workers)) / w.r.cfg.PacedRate)
+	// Workers start spread over one interval, not all at once.
+	due := time.Now().Add(time.Duration(w.rnd.Int64N(int64(interval) + 1)))
+	for more() {
+		if wait := time.Until(due); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return
+			}
+		}
+		n := w.r.nodes[w.rnd.IntN(len(w.r.nodes))]
+		outcome := w.claim(ctx, "", w.nodeAlloc(n), c) // "": not timed from the send
+		w.c.recorder.add(KindPutPaced, time.Since(due))
+		if outcome == claimOK {
+			c.ops++
+		}
+		due = due.Add(interval)
 	}
 }
 

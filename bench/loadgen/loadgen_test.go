@@ -99,14 +99,18 @@ func TestRunScarceCapacity(t *testing.T) {
 			if put.Conflicts+sched.Failures+sched.Conflicts == 0 {
 				t.Errorf("no claim was refused: scheduler %+v put %+v", sched, put)
 			}
-			if sched.Ops+put.Ops+2*rep.Phase(PhasePost).Ops > 32 {
-				t.Errorf("more claims succeeded than fit: %d + %d + 2x%d", sched.Ops, put.Ops, rep.Phase(PhasePost).Ops)
+			paced := rep.Phase(PhasePutPaced)
+			if n := paced.Latency[KindPutPaced].Count; n != 30 {
+				t.Errorf("paced PUTs timed: %d, want every one of the 30 sent", n)
+			}
+			if sched.Ops+put.Ops+paced.Ops+2*rep.Phase(PhasePost).Ops > 32 {
+				t.Errorf("more claims succeeded than fit: %d + %d + %d + 2x%d", sched.Ops, put.Ops, paced.Ops, rep.Phase(PhasePost).Ops)
 			}
 			if rep.Phase(PhaseUsages).Ops != 30 {
 				t.Errorf("usages: %+v", rep.Phase(PhaseUsages))
 			}
 			del := rep.Phase(PhaseDelete)
-			made := sched.Ops + put.Ops + 2*rep.Phase(PhasePost).Ops
+			made := sched.Ops + put.Ops + paced.Ops + 2*rep.Phase(PhasePost).Ops
 			if del.Ops == 0 || del.Ops > made/2 {
 				t.Errorf("deleted %d of %d", del.Ops, made)
 			}

@@ -50,6 +50,7 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of each measured phase")
 	flag.IntVar(&cfg.MaxOps, "max-ops", 0, "also stop each phase after this many operations (0: no bound)")
 	flag.IntVar(&cfg.Limit, "limit", 50, "allocation candidates limit")
+	flag.Float64Var(&cfg.PacedRate, "paced-rate", 500, "offered PUTs per second in the put-paced phase (all clients together)")
 	flag.Int64Var(&cfg.Flavor.VCPU, "vcpu", 2, "VCPU per consumer")
 	flag.Int64Var(&cfg.Flavor.MemoryMB, "memory-mb", 2048, "MEMORY_MB per consumer")
 	flag.Int64Var(&cfg.Flavor.DiskGB, "disk-gb", 20, "DISK_GB per consumer")

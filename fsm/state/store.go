@@ -331,7 +331,7 @@ func (s *Store) releaseTraits(set map[string]bool) {
 }
 
 // addProviderAggregate puts p in aggregate a, sharing one copy of the
-// aggregate's uuid among its members (see addProviderTrait).
+// aggregate's uuid among its members (see traitName).
 func (s *Store) addProviderAggregate(p *Provider, a string) {
 	a = intern(a)
 	p.Aggregates[a] = true

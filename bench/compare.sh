@@ -7,8 +7,10 @@
 #
 # Settings (environment): NODES (1000), CLIENTS (16), DURATION per phase
 # (20s), NUMA (false), LIMIT (50), TARGETS (upstream placementd-1
-# placementd-3), KEEP=1 keeps the work directory, REPORT_DIR receives
-# the JSON reports.
+# placementd-3 placementd-3-leader: 3 nodes with the clients spread over
+# them, then with every client sent to the leader, as a load balancer
+# checking /readyz?leader=true routes), KEEP=1 keeps the work directory,
+# REPORT_DIR receives the JSON reports.
 # Needs root (apt-get, a private PostgreSQL cluster run as postgres).
 set -euo pipefail
 
@@ -17,7 +19,7 @@ CLIENTS=${CLIENTS:-16}
 DURATION=${DURATION:-20s}
 NUMA=${NUMA:-false}
 LIMIT=${LIMIT:-50}
-TARGETS=${TARGETS:-upstream placementd-1 placementd-3}
+TARGETS=${TARGETS:-upstream placementd-1 placementd-3 placementd-3-leader}
 GO=${GO:-go}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/bench-compare.XXXXXX)
@@ -198,6 +200,22 @@ for target in $TARGETS; do
 		# Free the cores for the next target.
 		stop "$UPSTREAM_PID"
 		stop_postgres
+		;;
+	placementd-*-leader)
+		# Clients reach only the leader, as through a load balancer that
+		# checks /readyz?leader=true: no request takes a follower's
+		# forwarding hop.
+		n=${target#placementd-}
+		start_placementd "${n%-leader}"
+		leader_url=""
+		for url in ${PD_URLS//,/ }; do
+			if curl -sf -o /dev/null "$url/readyz?leader=true"; then
+				leader_url=$url
+			fi
+		done
+		[ -n "$leader_url" ] || { log "no node passes /readyz?leader=true"; exit 1; }
+		load "$target" "$leader_url" "$(IFS=,; echo "${PD_PIDS[*]}")"
+		stop_placementd
 		;;
 	placementd-*)
 		start_placementd "${target#placementd-}"

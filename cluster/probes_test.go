@@ -116,6 +116,58 @@ func TestReadyzFollowsPartition(t *testing.T) {
 	c.converged()
 }
 
+// /readyz?leader=true answers 200 on the leader alone (a load balancer
+// checking it sends everything to the leader) and follows a change of
+// leader.
+func TestReadyzLeaderOnly(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	c.converged()
+	check := func() *testNode {
+		t.Helper()
+		leader := c.leader()
+		for _, n := range c.nodes {
+			if p := waitReady(t, n, 200, 10*time.Second); p.Leader != leader.id {
+				t.Fatalf("%s follows %q, not %s", n.id, p.Leader, leader.id)
+			}
+		}
+		for _, n := range c.nodes {
+			want := 503
+			if n == leader {
+				want = 200
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				code, p := probe(t, n, "/readyz?leader=true")
+				if code == want && (want == 200) == p.Ready {
+					if want == 503 && p.Reason != "not the leader" {
+						t.Errorf("%s: reason %q", n.id, p.Reason)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s (leader %s): /readyz?leader=true %d %+v, want %d", n.id, leader.id, code, p, want)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		return leader
+	}
+	old := check()
+	if err := old.node.TransferLeadership(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.leader() == old {
+		if time.Now().After(deadline) {
+			t.Fatal("leadership did not move")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if check() == old {
+		t.Fatal("the old leader still passes the leader check")
+	}
+}
+
 // A node that is shutting down (draining) is not ready, though it still
 // has a leader and serves what reaches it.
 func TestReadyzFalseWhileDraining(t *testing.T) {

@@ -138,6 +138,7 @@ start_placementd() {
 	local n=$1 i first= secret=bench-compare
 	PD_URLS=
 	PD_PIDS=()
+	rm -rf "$WORK"/pd"$n"-* # a fresh cluster each time (two targets run 3 nodes)
 	for i in $(seq 1 "$n"); do
 		local http raft args
 		http=127.0.0.1:$(free_port)

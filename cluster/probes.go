@@ -17,9 +17,9 @@ import (
 //	/readyz?leader=true
 //	          the same, and only on the leader: a load balancer checking
 //	          it sends every request to the leader, sparing the hop a
-//	          follower makes to forward it (a quarter of a 3-node
-//	          cluster's CPU per write when clients are spread over all
-//	          nodes)
+//	          follower makes to forward it (a fifth to a third of a
+//	          3-node cluster's CPU per write when clients are spread
+//	          over all nodes)
 //
 // The applied-index check keeps a node that is replaying its log or
 // installing a snapshot out of rotation: with stale reads it would serve

@@ -267,8 +267,19 @@ func TestSnapshotInstallAndCatchUp(t *testing.T) {
 	c.join(n3, n1, false)
 	// n1 and n3 are a quorum of three without n2.
 	for i := 0; i < 60; i++ {
-		if r := do(t, n1, "PUT", fmt.Sprintf("/resource_classes/CUSTOM_D%d", i), nil); r.status != 201 {
-			t.Fatalf("PUT while n2 is cut off: %d", r.status)
+		// n3 may still be catching up when the writes start: a write that
+		// times out waiting for the quorum answers 503 and is retried
+		// (PUT of a resource class is idempotent: 201, then 204).
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := do(t, n1, "PUT", fmt.Sprintf("/resource_classes/CUSTOM_D%d", i), nil)
+			if r.status == 201 || r.status == 204 {
+				break
+			}
+			if r.status != 503 || time.Now().After(deadline) {
+				t.Fatalf("PUT while n2 is cut off: %d %s", r.status, r.body)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	if err := n1.node.Raft.Snapshot().Error(); err != nil {
@@ -280,8 +291,18 @@ func TestSnapshotInstallAndCatchUp(t *testing.T) {
 	if got := c.converged(); got == want {
 		t.Fatal("state did not change")
 	}
-	if after := n2.node.Status(false).LastSnapshotIndex; after <= before {
-		t.Fatalf("n2 caught up without a new snapshot install (%d -> %d)", before, after)
+	// Raft records the installed snapshot's index just after the state
+	// machine restored it, so the digests can agree a moment before.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after := n2.node.Status(false).LastSnapshotIndex
+		if after > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n2 caught up without a new snapshot install (%d -> %d)", before, after)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ type testCluster struct {
 	t     *testing.T
 	mu    sync.Mutex
 	nodes map[string]*testNode
+	dir   string // holds the nodes' data dirs
 }
 
 type testNode struct {
@@ -42,7 +44,10 @@ type testNode struct {
 }
 
 func newTestCluster(t *testing.T) *testCluster {
-	c := &testCluster{t: t, nodes: map[string]*testNode{}}
+	// The nodes' data dirs live under one dir made before the cleanup
+	// that stops the nodes is registered: cleanups run last-in first-out,
+	// so it is removed only after every node stopped writing snapshots.
+	c := &testCluster{t: t, nodes: map[string]*testNode{}, dir: t.TempDir()}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
 			c.stop(n)
@@ -68,7 +73,11 @@ func fastRaft(tune func(*raft.Config)) func(*raft.Config) {
 func (c *testCluster) start(id string, bootstrap bool, tune func(*raft.Config)) *testNode {
 	c.t.Helper()
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(id))
-	return c.startWith(id, trans, cluster.Config{Bootstrap: bootstrap, InMemory: true, DataDir: c.t.TempDir(), Tune: fastRaft(tune)})
+	dir, err := os.MkdirTemp(c.dir, id+"-")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return c.startWith(id, trans, cluster.Config{Bootstrap: bootstrap, InMemory: true, DataDir: dir, Tune: fastRaft(tune)})
 }
 
 func (c *testCluster) startWith(id string, trans *raft.InmemTransport, cfg cluster.Config) *testNode {

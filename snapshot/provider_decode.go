@@ -64,7 +64,7 @@ func (d *providerDecoder) parse(raw []byte) (pi state.ProviderImage, ok bool) {
 			var ii state.InventoryImage
 			var class []byte
 			if !((i == 0 || p.lit(",")) &&
-				p.lit(`{"Class":`) && p.name(&class) &&
+				p.lit(`{"Class":`) && p.rawString(&class) &&
 				p.lit(`,"Total":`) && p.int(&ii.Total) &&
 				p.lit(`,"Reserved":`) && p.int(&ii.Reserved) &&
 				p.lit(`,"MinUnit":`) && p.int(&ii.MinUnit) &&
@@ -89,7 +89,7 @@ func (d *providerDecoder) parse(raw []byte) (pi state.ProviderImage, ok bool) {
 		*dst = []string{}
 		for i := 0; !p.lit("]"); i++ {
 			var b []byte
-			if !((i == 0 || p.lit(",")) && p.name(&b)) {
+			if !((i == 0 || p.lit(",")) && p.rawString(&b)) {
 				return false
 			}
 			*dst = append(*dst, d.name(b))
@@ -101,8 +101,8 @@ func (d *providerDecoder) parse(raw []byte) (pi state.ProviderImage, ok bool) {
 	return pi, ok
 }
 
-// name reads a JSON string as parser.span does, without copying it.
-func (p *parser) name(dst *[]byte) bool {
+// rawString reads a JSON string as parser.span does, without copying it.
+func (p *parser) rawString(dst *[]byte) bool {
 	s, ok := p.span()
 	*dst = s
 	return ok

@@ -260,20 +260,14 @@ func (b *bench) phases(bin, docPath string, verify bool) error {
 		return err
 	}
 	b.sample("1: started, empty")
-	imp := b.placementdCmd(bin, "import", "--file", docPath, "--no-verify")
-	d, maxrss, cpu, err := runLogged(imp, filepath.Join(b.dir, "import.log"))
-	if err != nil {
-		return fmt.Errorf("placementd import: %v\n%s", err, tail(filepath.Join(b.dir, "import.log"), 2000))
+	if err := b.importRun(bin, docPath, "--no-verify", "import (load)", "importer", "import.log"); err != nil {
+		return err
 	}
-	b.timed("import (load)", d, fmt.Sprintf("(importer: peak RSS %d MiB, CPU %.1f s)", maxrss>>20, cpu.Seconds()))
 	b.sample("1: after import")
 	if verify {
-		v := b.placementdCmd(bin, "import", "--file", docPath, "--verify-only")
-		d, maxrss, cpu, err := runLogged(v, filepath.Join(b.dir, "verify.log"))
-		if err != nil {
-			return fmt.Errorf("placementd import --verify-only: %v\n%s", err, tail(filepath.Join(b.dir, "verify.log"), 2000))
+		if err := b.importRun(bin, docPath, "--verify-only", "import --verify-only", "verifier", "verify.log"); err != nil {
+			return err
 		}
-		b.timed("import --verify-only", d, fmt.Sprintf("(verifier: peak RSS %d MiB, CPU %.1f s)", maxrss>>20, cpu.Seconds()))
 		b.sample("1: after verify")
 	}
 	b.checkReads(ctx, false)
@@ -343,6 +337,19 @@ func (b *bench) phases(bin, docPath string, verify bool) error {
 	b.sample("4: after reads")
 	b.dataBytes = dirSize(b.srv.dataDir)
 	return b.stop()
+}
+
+// importRun runs `placementd import --file doc mode` to the end, logging
+// to logName in the work dir, and reports its time, peak RSS and CPU
+// under label.
+func (b *bench) importRun(bin, doc, mode, label, who, logName string) error {
+	logPath := filepath.Join(b.dir, logName)
+	d, maxrss, cpu, err := runLogged(b.placementdCmd(bin, "import", "--file", doc, mode), logPath)
+	if err != nil {
+		return fmt.Errorf("placementd import %s: %v\n%s", mode, err, tail(logPath, 2000))
+	}
+	b.timed(label, d, fmt.Sprintf("(%s: peak RSS %d MiB, CPU %.1f s)", who, maxrss>>20, cpu.Seconds()))
+	return nil
 }
 
 func (b *bench) placementdCmd(bin string, args ...string) *exec.Cmd {

@@ -9,8 +9,14 @@ import (
 )
 
 // EntryVersion is the version of the log entry envelope this build writes.
-// Decode accepts every version up to it.
-const EntryVersion = 1
+// Decode accepts every version up to it. Version 2 added the batch entry;
+// single commands are still written as version 1.
+const EntryVersion = 2
+
+// batchKind marks an entry whose payload is a list of whole
+// single-command entries (so each keeps its proposer's time), applied in
+// order as one Raft log entry.
+const batchKind = "batch"
 
 type envelope struct {
 	Version int             `json:"v"`
@@ -19,30 +25,99 @@ type envelope struct {
 	Payload json.RawMessage `json:"p"`
 }
 
+// Entry is one command of a log entry and the time its proposer stamped.
+type Entry struct {
+	Cmd  state.Command
+	Time time.Time
+}
+
 // Encode turns a command into a log entry stamped with the proposer's time.
 func Encode(cmd state.Command, now time.Time) ([]byte, error) {
 	payload, err := json.Marshal(cmd)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(envelope{Version: EntryVersion, Kind: cmd.Kind(), Time: now.UTC(), Payload: payload})
+	return json.Marshal(envelope{Version: 1, Kind: cmd.Kind(), Time: now.UTC(), Payload: payload})
 }
 
-// Decode reads a log entry back into its command and time.
-func Decode(data []byte) (state.Command, time.Time, error) {
+// EncodeBatch joins two or more entries made by Encode into one batch
+// entry. It only concatenates: the entries are not decoded again.
+func EncodeBatch(entries [][]byte) []byte {
+	size := 32
+	for _, e := range entries {
+		size += len(e) + 1
+	}
+	out := make([]byte, 0, size)
+	out = fmt.Appendf(out, `{"v":2,"k":%q,"p":[`, batchKind)
+	for i, e := range entries {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, "]}"...)
+}
+
+// Decode reads a log entry back into its commands, in the order they are
+// to be applied: one, or several for a batch entry.
+func Decode(data []byte) ([]Entry, error) {
 	var env envelope
 	if err := json.Unmarshal(data, &env); err != nil {
-		return nil, time.Time{}, fmt.Errorf("log entry: %w", err)
+		return nil, fmt.Errorf("log entry: %w", err)
 	}
-	if env.Version < 1 || env.Version > EntryVersion {
-		return nil, time.Time{}, fmt.Errorf("log entry: version %d not understood by this build (max %d)", env.Version, EntryVersion)
+	if err := checkVersion(env.Version); err != nil {
+		return nil, err
 	}
+	if env.Kind != batchKind {
+		e, err := decodeCommand(env)
+		if err != nil {
+			return nil, err
+		}
+		return []Entry{e}, nil
+	}
+	if env.Version < 2 {
+		return nil, fmt.Errorf("log entry: batch in a version %d entry", env.Version)
+	}
+	var elems []envelope
+	if err := json.Unmarshal(env.Payload, &elems); err != nil {
+		return nil, fmt.Errorf("log entry batch: %w", err)
+	}
+	if len(elems) < 2 {
+		// EncodeBatch is only used for two or more; Apply tells a batch's
+		// results from a single command's by their number.
+		return nil, fmt.Errorf("log entry: batch of %d commands", len(elems))
+	}
+	out := make([]Entry, len(elems))
+	for i, elem := range elems {
+		if err := checkVersion(elem.Version); err != nil {
+			return nil, fmt.Errorf("batch element %d: %w", i, err)
+		}
+		if elem.Kind == batchKind {
+			return nil, fmt.Errorf("log entry: batch element %d is a batch", i)
+		}
+		e, err := decodeCommand(elem)
+		if err != nil {
+			return nil, fmt.Errorf("batch element %d: %w", i, err)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+func checkVersion(v int) error {
+	if v < 1 || v > EntryVersion {
+		return fmt.Errorf("log entry: version %d not understood by this build (max %d)", v, EntryVersion)
+	}
+	return nil
+}
+
+func decodeCommand(env envelope) (Entry, error) {
 	cmd := state.NewCommand(env.Kind)
 	if cmd == nil {
-		return nil, time.Time{}, fmt.Errorf("log entry: unknown command kind %q", env.Kind)
+		return Entry{}, fmt.Errorf("log entry: unknown command kind %q", env.Kind)
 	}
 	if err := json.Unmarshal(env.Payload, cmd); err != nil {
-		return nil, time.Time{}, fmt.Errorf("log entry %s: %w", env.Kind, err)
+		return Entry{}, fmt.Errorf("log entry %s: %w", env.Kind, err)
 	}
-	return cmd, env.Time, nil
+	return Entry{Cmd: cmd, Time: env.Time}, nil
 }

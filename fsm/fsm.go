@@ -31,24 +31,33 @@ type FSM struct {
 // New returns an FSM over an empty state.
 func New() *FSM { return &FSM{store: state.New()} }
 
-// Apply implements raft.FSM.
+// Apply implements raft.FSM. A single-command entry returns its Result; a
+// batch entry returns a []Result, one per command in order.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	cmd, now, err := Decode(l.Data)
+	entries, err := Decode(l.Data)
 	if err != nil {
 		// Continuing would let this replica diverge from the others.
 		panic(fmt.Sprintf("fsm: cannot decode log entry %d: %v", l.Index, err))
 	}
+	results := make([]Result, len(entries))
 	f.mu.Lock()
-	value, err := cmd.Apply(f.store, state.Meta{Index: l.Index, Time: now})
+	for i, e := range entries {
+		results[i].Value, results[i].Err = e.Cmd.Apply(f.store, state.Meta{Index: l.Index, Time: e.Time})
+	}
 	f.store.LastIndex = l.Index
 	f.mu.Unlock()
 	if f.OnApply != nil {
-		f.OnApply(cmd.Kind(), err)
+		for i, e := range entries {
+			f.OnApply(e.Cmd.Kind(), results[i].Err)
+		}
 	}
-	return Result{Value: value, Err: err}
+	if len(results) == 1 {
+		return results[0]
+	}
+	return results
 }
 
 // ApplyCommand applies a command directly, outside Raft. Tests and tools

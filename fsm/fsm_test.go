@@ -28,26 +28,116 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, at, err := Decode(data)
+	entries, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := cmd.(*state.CreateResourceClass)
-	if !ok || got.Name != "CUSTOM_A" || !got.IfMissing || !at.Equal(t0) {
-		t.Fatalf("decoded %#v at %v", cmd, at)
+	if len(entries) != 1 {
+		t.Fatalf("decoded %d commands", len(entries))
+	}
+	got, ok := entries[0].Cmd.(*state.CreateResourceClass)
+	if !ok || got.Name != "CUSTOM_A" || !got.IfMissing || !entries[0].Time.Equal(t0) {
+		t.Fatalf("decoded %#v at %v", entries[0].Cmd, entries[0].Time)
+	}
+}
+
+// A batch keeps each command's order and its proposer's time.
+func TestBatchRoundTrip(t *testing.T) {
+	var parts [][]byte
+	for i, name := range []string{"CUSTOM_A", "CUSTOM_B", "CUSTOM_C"} {
+		data, err := Encode(&state.CreateTrait{Name: name}, t0.Add(time.Duration(i)*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, data)
+	}
+	entries, err := Decode(EncodeBatch(parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Fatalf("decoded %d commands, want 3", len(entries))
+	}
+	for i, name := range []string{"CUSTOM_A", "CUSTOM_B", "CUSTOM_C"} {
+		got, ok := entries[i].Cmd.(*state.CreateTrait)
+		if !ok || got.Name != name || !entries[i].Time.Equal(t0.Add(time.Duration(i)*time.Millisecond)) {
+			t.Errorf("command %d: %#v at %v", i, entries[i].Cmd, entries[i].Time)
+		}
 	}
 }
 
 func TestDecodeRejects(t *testing.T) {
 	for name, data := range map[string]string{
-		"not json":     "{",
-		"unknown kind": `{"v":1,"k":"no.such","t":"2026-01-01T00:00:00Z","p":{}}`,
-		"newer format": `{"v":99,"k":"trait.create","t":"2026-01-01T00:00:00Z","p":{}}`,
-		"bad payload":  `{"v":1,"k":"trait.create","t":"2026-01-01T00:00:00Z","p":{"Name":5}}`,
+		"not json":      "{",
+		"unknown kind":  `{"v":1,"k":"no.such","t":"2026-01-01T00:00:00Z","p":{}}`,
+		"newer format":  `{"v":99,"k":"trait.create","t":"2026-01-01T00:00:00Z","p":{}}`,
+		"bad payload":   `{"v":1,"k":"trait.create","t":"2026-01-01T00:00:00Z","p":{"Name":5}}`,
+		"batch in v1":   `{"v":1,"k":"batch","p":[` + traitEntry + `,` + traitEntry + `]}`,
+		"batch of one":  `{"v":2,"k":"batch","p":[` + traitEntry + `]}`,
+		"empty batch":   `{"v":2,"k":"batch","p":[]}`,
+		"nested batch":  `{"v":2,"k":"batch","p":[` + traitEntry + `,{"v":2,"k":"batch","p":[` + traitEntry + `,` + traitEntry + `]}]}`,
+		"bad element":   `{"v":2,"k":"batch","p":[` + traitEntry + `,{"v":1,"k":"no.such","p":{}}]}`,
+		"newer element": `{"v":2,"k":"batch","p":[` + traitEntry + `,{"v":99,"k":"trait.create","p":{}}]}`,
+		"batch object":  `{"v":2,"k":"batch","p":{}}`,
 	} {
-		if _, _, err := Decode([]byte(data)); err == nil {
+		if _, err := Decode([]byte(data)); err == nil {
 			t.Errorf("%s: decoded without error", name)
 		}
+	}
+}
+
+const traitEntry = `{"v":1,"k":"trait.create","t":"2026-01-01T00:00:00Z","p":{"Name":"CUSTOM_T"}}`
+
+// Apply gives a batch one result per command, in order; a rejected command
+// changes nothing and does not stop the ones after it, and each command
+// sees the ones before it.
+func TestApplyBatch(t *testing.T) {
+	var parts [][]byte
+	for i, cmd := range []state.Command{
+		&state.CreateTrait{Name: "CUSTOM_X"},
+		&state.DeleteTrait{Name: "HW_CPU_X86_AVX"}, // standard: rejected
+		&state.DeleteTrait{Name: "CUSTOM_X"},       // sees the first
+		&state.CreateTrait{Name: "CUSTOM_Y"},
+	} {
+		data, err := Encode(cmd, t0.Add(time.Duration(i)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, data)
+	}
+	log := &raft.Log{Index: 7, Type: raft.LogCommand, Data: EncodeBatch(parts)}
+	var kinds []string
+	f := New()
+	f.OnApply = func(kind string, err error) { kinds = append(kinds, kind) }
+	results, ok := f.Apply(log).([]Result)
+	if !ok || len(results) != 4 {
+		t.Fatalf("batch apply returned %#v", f.Apply(log))
+	}
+	if results[0].Err != nil || results[2].Err != nil || results[3].Err != nil {
+		t.Fatalf("accepted commands failed: %+v", results)
+	}
+	if se, ok := results[1].Err.(*state.Error); !ok || se.Kind != state.BadRequest {
+		t.Fatalf("deleting a standard trait: %+v", results[1])
+	}
+	if len(kinds) != 4 || kinds[1] != "trait.delete" {
+		t.Fatalf("OnApply saw %v", kinds)
+	}
+	f.Read(func(s *state.Store) {
+		if s.LastIndex != 7 || s.Traits["CUSTOM_X"] != nil || s.Traits["HW_CPU_X86_AVX"] == nil || s.Traits["CUSTOM_Y"] == nil {
+			t.Fatalf("state after the batch: index %d, traits X %v Y %v", s.LastIndex, s.Traits["CUSTOM_X"], s.Traits["CUSTOM_Y"])
+		}
+		if !s.Traits["CUSTOM_Y"].Created.Equal(t0.Add(3 * time.Second)) {
+			t.Fatalf("CUSTOM_Y created at %v, not its proposer's time", s.Traits["CUSTOM_Y"].Created)
+		}
+	})
+	// The same commands as separate entries, the last at the same index,
+	// give the same state.
+	g := New()
+	for i, data := range parts {
+		g.Apply(&raft.Log{Index: uint64(4 + i), Type: raft.LogCommand, Data: data})
+	}
+	if a, _ := f.Digest(); a != func() string { d, _ := g.Digest(); return d }() {
+		t.Fatal("a batch and the same commands one by one give different states")
 	}
 }
 

@@ -7,7 +7,10 @@
 // its result. Errors are sorted into two kinds a client must be able to
 // tell apart: ErrNotLeader (the command was certainly not appended) and
 // ErrUnknownOutcome (it may still commit; the client should retry with the
-// same generations, which makes a retry safe).
+// same generations, which makes a retry safe). Commands proposed while
+// two entries of this node's are in flight wait and go out together as one
+// batch entry (group commit, propose.go): each still gets its own result,
+// and a failed entry fails every command in it with the same error.
 //
 // Reads: ReadBarrier confirms leadership (VerifyLeader) after noting the
 // commit index, and waits until the FSM has applied that index. The first

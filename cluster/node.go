@@ -96,6 +96,8 @@ type Node struct {
 	gate       sync.RWMutex
 	gateClosed bool
 	proposing  sync.WaitGroup
+
+	proposer proposer
 }
 
 // Open starts a node over f with the configured stores.
@@ -189,6 +191,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, err
 	}
 	n.Raft = r
+	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.electAloneNow()
 	n.done.Add(2)
 	go n.maintain()
@@ -274,8 +277,8 @@ func (n *Node) Apply(ctx context.Context, cmd state.Command) (any, error) {
 	n.proposing.Add(1)
 	n.gate.RUnlock()
 	defer n.proposing.Done()
-	fut := n.Raft.Apply(data, n.cfg.ApplyTimeout)
-	if err := fut.Error(); err != nil {
+	res, err := n.proposer.propose(data)
+	if err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
 			errors.Is(err, raft.ErrEnqueueTimeout):
@@ -285,11 +288,14 @@ func (n *Node) Apply(ctx context.Context, cmd state.Command) (any, error) {
 			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 		}
 	}
-	res, ok := fut.Response().(fsm.Result)
-	if !ok {
-		return nil, fmt.Errorf("fsm returned %T", fut.Response())
-	}
 	return res.Value, res.Err
+}
+
+// GroupCommit returns how many Raft log entries this node has proposed for
+// writes and how many commands they held (group commit puts several in
+// one entry under load).
+func (n *Node) GroupCommit() (entries, commands uint64) {
+	return n.proposer.entries.Load(), n.proposer.commands.Load()
 }
 
 // StopWrites makes Apply refuse new commands with ErrNotLeader (nothing

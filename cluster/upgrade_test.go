@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,10 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
@@ -28,12 +32,27 @@ import (
 // Data written by an older placementd must be read by a newer one. The
 // fixtures under testdata/ were written by the build that introduced each
 // format version and are kept forever: when snapshot.FormatVersion or
-// fsm.EntryVersion goes up, regenerate with
+// fsm.EntryVersion goes up, write new ones with
 //
-//	PLACEMENTD_WRITE_FIXTURES=v2 go test ./cluster/ -run TestWriteUpgradeFixtures
+//	PLACEMENTD_WRITE_FIXTURES=v3 go test ./cluster/ -run TestWriteUpgradeFixtures
 //
 // add the new files beside the old ones, and list them in upgradeFixtures.
-var upgradeFixtures = []string{"v1"}
+var upgradeFixtures = []upgradeFixture{
+	{name: "v1", snapshotFormat: 1},
+	{name: "v2", snapshotFormat: 1, batches: true}, // log entry v2: batches
+}
+
+type upgradeFixture struct {
+	name           string // datadir-NAME.tar.gz and backup-NAME.snap
+	snapshotFormat int    // the backup's header
+	// batches: written by a build with group commit, the log holds batch
+	// entries (the burst of concurrent writes in writeFixtureWorkload).
+	batches bool
+}
+
+// fixtureBatchTraits is how many traits writeFixtureWorkload creates at
+// once, so that they go out in batch entries.
+const fixtureBatchTraits = 16
 
 const (
 	fixtureNode     = "n1"
@@ -143,11 +162,63 @@ func writeFixtureWorkload(t *testing.T, d *diskNode) {
 		"project_id":  fixtureProject, "user_id": fixtureProject,
 		"consumer_generation": nil, "consumer_type": "MIGRATION"}, 204)
 	d.call(t, "PUT", "/traits/CUSTOM_FIXTURE_LATE", nil, 201)
+	var wg sync.WaitGroup
+	statuses := make([]int, fixtureBatchTraits)
+	for i := range fixtureBatchTraits {
+		wg.Add(1)
+		go func() { // not d.call: it stops the test, which only the test's goroutine may
+			defer wg.Done()
+			req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/traits/CUSTOM_FIXTURE_BATCH_%d", d.srv.URL, i), nil)
+			req.Header.Set("X-Auth-Token", "admin")
+			req.Header.Set("OpenStack-API-Version", "placement 1.39")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				statuses[i] = resp.StatusCode
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, status := range statuses {
+		if status != 201 {
+			t.Fatalf("trait %d of the burst: status %d", i, status)
+		}
+	}
+}
+
+// logBatches counts the batch entries in the Raft log of a stopped node's
+// data directory.
+func logBatches(t *testing.T, dir string) int {
+	t.Helper()
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), MsgpackUseNewTimeFormat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	first, _ := store.FirstIndex()
+	last, _ := store.LastIndex()
+	batches := 0
+	for i := first; i <= last && i > 0; i++ {
+		var l raft.Log
+		if err := store.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		entries, err := fsm.Decode(l.Data)
+		if err != nil {
+			t.Fatalf("log entry %d: %v", i, err)
+		}
+		if len(entries) > 1 {
+			batches++
+		}
+	}
+	return batches
 }
 
 // checkFixtureState asserts, through the API, everything
 // writeFixtureWorkload wrote.
-func checkFixtureState(t *testing.T, d *diskNode) {
+func checkFixtureState(t *testing.T, d *diskNode, fx upgradeFixture) {
 	t.Helper()
 	rp := d.call(t, "GET", "/resource_providers/"+fixtureChild, nil, 200)
 	if rp["name"] != "fixture-child" || rp["parent_provider_uuid"] != fixtureRoot || rp["root_provider_uuid"] != fixtureRoot {
@@ -183,6 +254,11 @@ func checkFixtureState(t *testing.T, d *diskNode) {
 	}
 	d.call(t, "GET", "/resource_classes/CUSTOM_FIXTURE_GPU", nil, 200)
 	d.call(t, "GET", "/traits/CUSTOM_FIXTURE_LATE", nil, 204)
+	if fx.batches {
+		for i := range fixtureBatchTraits {
+			d.call(t, "GET", fmt.Sprintf("/traits/CUSTOM_FIXTURE_BATCH_%d", i), nil, 204)
+		}
+	}
 }
 
 func TestWriteUpgradeFixtures(t *testing.T) {
@@ -190,16 +266,20 @@ func TestWriteUpgradeFixtures(t *testing.T) {
 	if version == "" {
 		t.Skip("set PLACEMENTD_WRITE_FIXTURES=vN to write the fixtures of the current formats")
 	}
+	fx := upgradeFixture{name: version, snapshotFormat: snapshot.FormatVersion, batches: true}
 	dir := t.TempDir()
 	d := openDiskNode(t, dir)
 	writeFixtureWorkload(t, d)
-	checkFixtureState(t, d)
+	checkFixtureState(t, d, fx)
 	var backup bytes.Buffer
 	c := &cluster.Client{Addr: strings.TrimPrefix(d.srv.URL, "http://"), Secret: fixtureSecret}
 	if err := c.Snapshot(context.Background(), &backup); err != nil {
 		t.Fatal(err)
 	}
 	d.close()
+	if n := logBatches(t, dir); n == 0 {
+		t.Fatal("the burst of writes left no batch entry in the log")
+	}
 	if err := os.WriteFile(filepath.Join("testdata", "backup-"+version+".snap"), backup.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -212,19 +292,22 @@ func TestWriteUpgradeFixtures(t *testing.T) {
 // earlier format version opens, replays to the same state, takes new
 // writes, and comes back again after a restart in the current format.
 func TestUpgradeDataDir(t *testing.T) {
-	for _, version := range upgradeFixtures {
-		t.Run(version, func(t *testing.T) {
-			archive, err := os.ReadFile(filepath.Join("testdata", "datadir-"+version+".tar.gz"))
+	for _, fx := range upgradeFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			archive, err := os.ReadFile(filepath.Join("testdata", "datadir-"+fx.name+".tar.gz"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
 			untarDir(t, archive, dir)
+			if n := logBatches(t, dir); fx.batches && n == 0 {
+				t.Fatal("the fixture's log holds no batch entry")
+			}
 			d := openDiskNode(t, dir)
 			if err := d.node.ReadBarrier(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			checkFixtureState(t, d)
+			checkFixtureState(t, d, fx)
 			d.call(t, "PUT", "/traits/CUSTOM_AFTER_UPGRADE", nil, 201)
 			if err := d.node.Raft.Snapshot().Error(); err != nil {
 				t.Fatal(err)
@@ -240,7 +323,7 @@ func TestUpgradeDataDir(t *testing.T) {
 			if got, _ := d.node.FSM.Digest(); got != want {
 				t.Fatal("state changed across the restart after the upgrade")
 			}
-			checkFixtureState(t, d)
+			checkFixtureState(t, d, fx)
 			d.call(t, "GET", "/traits/CUSTOM_AFTER_UPGRADE", nil, 204)
 		})
 	}
@@ -249,13 +332,13 @@ func TestUpgradeDataDir(t *testing.T) {
 // A backup (`placementd snapshot save`) written by an earlier format
 // version is accepted by `snapshot inspect` and restores a new cluster.
 func TestRestoreOldBackup(t *testing.T) {
-	for _, version := range upgradeFixtures {
-		t.Run(version, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "backup-"+version+".snap"))
+	for _, fx := range upgradeFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "backup-"+fx.name+".snap"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.HasPrefix(data, []byte("placementd-snapshot "+version+"\n")) {
+			if !bytes.HasPrefix(data, []byte(fmt.Sprintf("placementd-snapshot v%d\n", fx.snapshotFormat))) {
 				t.Fatalf("fixture header %q", data[:min(len(data), 24)])
 			}
 			digest, _, err := snapshot.Inspect(data)
@@ -274,7 +357,7 @@ func TestRestoreOldBackup(t *testing.T) {
 			if err := d.node.ReadBarrier(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			checkFixtureState(t, d)
+			checkFixtureState(t, d, fx)
 			if got, _ := d.node.FSM.Digest(); got != digest {
 				t.Fatalf("restored digest %s, backup's %s", got, digest)
 			}

@@ -231,6 +231,10 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	if got := delta(`placementd_raft_commit_duration_seconds_count`); got < 1+1+staleWrites+overCapacity+1 {
 		t.Errorf("commit duration count moved by %v", got)
 	}
+	// One write at a time: every entry held one command.
+	if e, c := delta(`placementd_raft_proposed_entries_total`), delta(`placementd_raft_proposed_commands_total`); e != c || c < 1+1+staleWrites+overCapacity+1 {
+		t.Errorf("proposed entries moved by %v, commands by %v", e, c)
+	}
 	for series, want := range map[string]float64{
 		`placementd_raft_state{state="leader"}`:   1,
 		`placementd_raft_state{state="follower"}`: 0,

@@ -26,6 +26,7 @@ type nodeCollector struct {
 	snapDir string
 
 	state, term, lastLog, commit, applied, lastSnap, lastContact, peers, leaderKnown, snapSize *prometheus.Desc
+	groupEntries, groupCommands                                                                *prometheus.Desc
 }
 
 func newNodeCollector(n *cluster.Node, snapDir string) *nodeCollector {
@@ -44,11 +45,15 @@ func newNodeCollector(n *cluster.Node, snapDir string) *nodeCollector {
 		peers:       d("peers", "Servers in the latest Raft configuration, by suffrage (voter, nonvoter).", "suffrage"),
 		leaderKnown: d("has_leader", "1 when this node knows a leader."),
 		snapSize:    d("snapshot_size_bytes", "Size of this node's latest Raft snapshot on disk."),
+		groupEntries: d("proposed_entries_total", "Raft log entries this node proposed for writes; with group commit one entry holds "+
+			"several commands under load (placementd_raft_proposed_commands_total / this = mean commands per entry)."),
+		groupCommands: d("proposed_commands_total", "Commands in the Raft log entries this node proposed for writes."),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.state, c.term, c.lastLog, c.commit, c.applied, c.lastSnap, c.lastContact, c.peers, c.leaderKnown, c.snapSize} {
+	for _, d := range []*prometheus.Desc{c.state, c.term, c.lastLog, c.commit, c.applied, c.lastSnap, c.lastContact, c.peers, c.leaderKnown,
+		c.snapSize, c.groupEntries, c.groupCommands} {
 		ch <- d
 	}
 }
@@ -101,6 +106,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	if size, ok := latestSnapshotSize(c.snapDir); ok {
 		gauge(c.snapSize, float64(size))
 	}
+	entries, commands := c.node.GroupCommit()
+	ch <- prometheus.MustNewConstMetric(c.groupEntries, prometheus.CounterValue, float64(entries))
+	ch <- prometheus.MustNewConstMetric(c.groupCommands, prometheus.CounterValue, float64(commands))
 }
 
 func stateName(s raft.RaftState) string {

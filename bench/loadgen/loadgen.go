@@ -56,7 +56,7 @@ const (
 	KindClaimPut   = "PUT /allocations (claim)"
 	KindClaim      = "claim (queries+PUTs)"
 	KindPut        = "PUT /allocations"
-	KindPutPaced   = "PUT /allocations (paced, from due time)"
+	KindPutPaced   = "PUT /allocations (paced, late ones from due time)"
 	KindPost       = "POST /allocations"
 	KindRPUsages   = "GET /resource_providers/{u}/usages"
 	KindUsages     = "GET /usages"
@@ -613,25 +613,31 @@ func (w *worker) put(ctx context.Context, more func() bool, c *counts) {
 }
 
 // putPaced makes the put phase's claims at this worker's share of
-// Config.PacedRate, each due at a fixed interval after the last. Its
-// latency counts from when the request was due, not from when it was
-// sent: a worker held up by a slow answer sends late, and that wait is
-// the server's (without it, a stall would hide the requests it delayed).
+// Config.PacedRate, each due at a fixed interval after the last. A worker
+// held up by a slow answer sends late, and that wait is the server's: the
+// latency then counts from when the request was due (without it, a stall
+// would hide the requests it delayed). A worker that is early sleeps, and
+// the latency counts from when it wakes: Go's timers wake up to a
+// millisecond late on Linux (the poller waits in whole milliseconds), more
+// on a busy VM, and that lateness is the load generator's, not the
+// server's.
 func (w *worker) putPaced(ctx context.Context, more func() bool, c *counts) {
 	interval := time.Duration(float64(time.Second) * float64(len(w.r.workers)) / w.r.cfg.PacedRate)
 	// Workers start spread over one interval, not all at once.
 	due := time.Now().Add(time.Duration(w.rnd.Int64N(int64(interval) + 1)))
 	for more() {
+		start := due
 		if wait := time.Until(due); wait > 0 {
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():
 				return
 			}
+			start = time.Now()
 		}
 		n := w.r.nodes[w.rnd.IntN(len(w.r.nodes))]
-		outcome := w.claim(ctx, "", w.nodeAlloc(n), c) // "": not timed from the send
-		w.c.recorder.add(KindPutPaced, time.Since(due))
+		outcome := w.claim(ctx, "", w.nodeAlloc(n), c) // "": timed here, not from the send
+		w.c.recorder.add(KindPutPaced, time.Since(start))
 		if outcome == claimOK {
 			c.ops++
 		}

@@ -15,7 +15,7 @@ const (
 	kindInv     = "PUT /resource_providers/{u}/inventories"
 	kindTraits  = "PUT /resource_providers/{u}/traits"
 	kindAggs    = "PUT /resource_providers/{u}/aggregates"
-	sharingDisk = 100000
+	sharingDisk = 1000000
 )
 
 // inventory is one class's inventory in a PUT body.
@@ -29,13 +29,17 @@ type inventory struct {
 }
 
 // The inventories of a compute node (split over NUMA children when the
-// fleet has them) and of a sharing disk provider.
+// fleet has them) and of a sharing disk provider. They are large (512
+// default flavors per node, 512,000 in the default fleet) so that the
+// fleet does not fill up during a run: a full fleet answers every claim
+// 409, and the phases after it would measure rejections, and a phase's
+// claims/s could not exceed what was left.
 var (
-	computeVCPU   = inventory{Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, AllocationRatio: 4}
-	computeMemory = inventory{Total: 262144, Reserved: 512, MinUnit: 1, MaxUnit: 262144, StepSize: 1, AllocationRatio: 1.5}
-	computeDisk   = inventory{Total: 2000, MinUnit: 1, MaxUnit: 2000, StepSize: 1, AllocationRatio: 1}
-	numaVCPU      = inventory{Total: 32, MinUnit: 1, MaxUnit: 32, StepSize: 1, AllocationRatio: 4}
-	numaMemory    = inventory{Total: 131072, Reserved: 256, MinUnit: 1, MaxUnit: 131072, StepSize: 1, AllocationRatio: 1.5}
+	computeVCPU   = inventory{Total: 256, MinUnit: 1, MaxUnit: 256, StepSize: 1, AllocationRatio: 4}
+	computeMemory = inventory{Total: 1048576, Reserved: 512, MinUnit: 1, MaxUnit: 1048576, StepSize: 1, AllocationRatio: 1.5}
+	computeDisk   = inventory{Total: 20000, MinUnit: 1, MaxUnit: 2000, StepSize: 1, AllocationRatio: 1}
+	numaVCPU      = inventory{Total: 128, MinUnit: 1, MaxUnit: 128, StepSize: 1, AllocationRatio: 4}
+	numaMemory    = inventory{Total: 524288, Reserved: 256, MinUnit: 1, MaxUnit: 524288, StepSize: 1, AllocationRatio: 1.5}
 	sharedDisk    = inventory{Total: sharingDisk, MinUnit: 1, MaxUnit: 2000, StepSize: 1, AllocationRatio: 1}
 )
 

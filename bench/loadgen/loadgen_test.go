@@ -63,8 +63,9 @@ func TestRunScarceCapacity(t *testing.T) {
 			var log bytes.Buffer
 			rep, err := Run(context.Background(), Config{
 				Label: "test", Endpoints: []string{url}, Nodes: 4, NUMA: numa, Aggregates: 2, Clients: 6,
-				// 4 nodes x 256 VCPU at 32 per claim: 32 claims fit.
-				Flavor: Flavor{VCPU: 32, MemoryMB: 1024, DiskGB: 10}, Limit: 10,
+				// 4 nodes x 1024 VCPU (256 at ratio 4) at 128 per
+				// claim: 32 claims fit.
+				Flavor: Flavor{VCPU: 128, MemoryMB: 1024, DiskGB: 10}, Limit: 10,
 				Duration: 20 * time.Second, MaxOps: 30, Log: &log,
 			})
 			if err != nil {

@@ -242,7 +242,7 @@ func (m *Metrics) RaftBridge() error {
 		}),
 		fsmApply: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "fsm", Name: "apply_duration_seconds",
-			Help:    "Time the state machine takes to apply one committed log entry.",
+			Help:    "Time the state machine takes to apply one committed log entry (all the commands of a group commit batch).",
 			Buckets: latencyBuckets,
 		}),
 	}

@@ -8,7 +8,7 @@
 // tell apart: ErrNotLeader (the command was certainly not appended) and
 // ErrUnknownOutcome (it may still commit; the client should retry with the
 // same generations, which makes a retry safe). Commands proposed while
-// two entries of this node's are in flight wait and go out together as one
+// an entry of this node's is in flight wait and go out together as one
 // batch entry (group commit, propose.go): each still gets its own result,
 // and a failed entry fails every command in it with the same error.
 //

@@ -126,8 +126,18 @@ func TestReadyzLeaderOnly(t *testing.T) {
 		t.Helper()
 		leader := c.leader()
 		for _, n := range c.nodes {
-			if p := waitReady(t, n, 200, 10*time.Second); p.Leader != leader.id {
-				t.Fatalf("%s follows %q, not %s", n.id, p.Leader, leader.id)
+			// After a transfer a follower names the old leader until
+			// the new one's first heartbeat reaches it.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				p := waitReady(t, n, 200, 10*time.Second)
+				if p.Leader == leader.id {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s follows %q, not %s", n.id, p.Leader, leader.id)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		}
 		for _, n := range c.nodes {

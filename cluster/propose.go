@@ -132,21 +132,12 @@ func (p *proposer) commit(group []*proposal) {
 		}
 		return
 	}
-	switch res := fut.Response().(type) {
-	case fsm.Result:
-		if len(group) == 1 {
-			group[0].res = res
-			return
+	results := fsm.Results(fut.Response())
+	for i, prop := range group {
+		if len(results) != len(group) {
+			prop.err = fmt.Errorf("fsm returned %T for a group of %d commands", fut.Response(), len(group))
+		} else {
+			prop.res = results[i]
 		}
-	case []fsm.Result:
-		if len(res) == len(group) {
-			for i, prop := range group {
-				prop.res = res[i]
-			}
-			return
-		}
-	}
-	for _, prop := range group {
-		prop.err = fmt.Errorf("fsm returned %T for a group of %d commands", fut.Response(), len(group))
 	}
 }

@@ -97,8 +97,9 @@ func (d *diskNode) close() {
 	d.node.Shutdown()
 }
 
-func (d *diskNode) call(t *testing.T, method, path string, body any, wantStatus int) map[string]any {
-	t.Helper()
+// send makes one API request as admin at 1.39. Unlike call it does not
+// stop the test, so other goroutines than the test's may use it.
+func (d *diskNode) send(method, path string, body any) (status int, raw []byte, err error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -112,12 +113,21 @@ func (d *diskNode) call(t *testing.T, method, path string, body any, wantStatus 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != wantStatus {
-		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, wantStatus, raw)
+	raw, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, err
+}
+
+func (d *diskNode) call(t *testing.T, method, path string, body any, wantStatus int) map[string]any {
+	t.Helper()
+	status, raw, err := d.send(method, path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != wantStatus {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, status, wantStatus, raw)
 	}
 	var out map[string]any
 	json.Unmarshal(raw, &out)
@@ -166,15 +176,9 @@ func writeFixtureWorkload(t *testing.T, d *diskNode) {
 	statuses := make([]int, fixtureBatchTraits)
 	for i := range fixtureBatchTraits {
 		wg.Add(1)
-		go func() { // not d.call: it stops the test, which only the test's goroutine may
+		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/traits/CUSTOM_FIXTURE_BATCH_%d", d.srv.URL, i), nil)
-			req.Header.Set("X-Auth-Token", "admin")
-			req.Header.Set("OpenStack-API-Version", "placement 1.39")
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				statuses[i] = resp.StatusCode
-				resp.Body.Close()
-			}
+			statuses[i], _, _ = d.send("PUT", fmt.Sprintf("/traits/CUSTOM_FIXTURE_BATCH_%d", i), nil)
 		}()
 	}
 	wg.Wait()

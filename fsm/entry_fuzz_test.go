@@ -62,9 +62,9 @@ func FuzzDecodeEntry(f *testing.F) {
 		m1, before := replica()
 		m2, _ := replica()
 		log := &raft.Log{Index: 1000, Type: raft.LogCommand, Data: entry}
-		r1, r2 := results(t, m1.Apply(log)), results(t, m2.Apply(log))
-		if len(r1) != len(entries) {
-			t.Fatalf("%s: %d results for %d commands", entry, len(r1), len(entries))
+		r1, r2 := fsm.Results(m1.Apply(log)), fsm.Results(m2.Apply(log))
+		if len(r1) != len(entries) || len(r2) != len(entries) {
+			t.Fatalf("%s: %d and %d results for %d commands", entry, len(r1), len(r2), len(entries))
 		}
 		var d1, d2 string
 		var consistent error
@@ -87,16 +87,4 @@ func FuzzDecodeEntry(f *testing.F) {
 			t.Fatalf("%s: state inconsistent after apply: %v", entry, consistent)
 		}
 	})
-}
-
-// results gives Apply's answer as one Result per command.
-func results(t *testing.T, res any) []fsm.Result {
-	switch r := res.(type) {
-	case fsm.Result:
-		return []fsm.Result{r}
-	case []fsm.Result:
-		return r
-	}
-	t.Fatalf("Apply returned %T", res)
-	return nil
 }

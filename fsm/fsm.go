@@ -60,6 +60,18 @@ func (f *FSM) Apply(l *raft.Log) any {
 	return results
 }
 
+// Results reads what Apply returned (a raft.ApplyFuture's Response) as
+// one Result per command; nil when it is neither form.
+func Results(resp any) []Result {
+	switch r := resp.(type) {
+	case Result:
+		return []Result{r}
+	case []Result:
+		return r
+	}
+	return nil
+}
+
 // ApplyCommand applies a command directly, outside Raft. Tests and tools
 // that build state without a cluster use it.
 func (f *FSM) ApplyCommand(cmd state.Command, m state.Meta) (any, error) {

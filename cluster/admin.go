@@ -277,11 +277,16 @@ func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus 
 	wg.Wait()
 	for i := range out.Members {
 		ms := &out.Members[i]
-		st := ms.Status
-		ms.Healthy = st != nil && st.Leader != "" && st.Leader == out.Leader &&
-			(st.State == "Leader" || (st.LastContactMS >= 0 && st.LastContactMS < 5000))
+		ms.Healthy = ms.Status.follows(out.Leader)
 	}
 	return out
+}
+
+// follows reports whether the node of st is healthy under leader: it is
+// the leader, or names it and heard from it within the last 5 s.
+func (st *NodeStatus) follows(leader string) bool {
+	return st != nil && st.Leader != "" && st.Leader == leader &&
+		(st.State == "Leader" || (st.LastContactMS >= 0 && st.LastContactMS < 5000))
 }
 
 func getJSON(ctx context.Context, c *http.Client, url, auth string, dst any) error {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -211,13 +212,18 @@ func (n *Node) Leave(ctx context.Context, secret string) error {
 	if n.voters() == 1 && n.isVoter() {
 		return nil
 	}
+	hc := apiClient(n.cfg.APITLS)
+	defer hc.CloseIdleConnections()
+	if n.isVoter() {
+		if err := n.leaveKeepsQuorum(ctx, hc, secret); err != nil {
+			return err
+		}
+	}
 	if n.IsLeader() {
 		if err := n.TransferLeadership(); err != nil {
 			return fmt.Errorf("leave: transferring leadership: %w", err)
 		}
 	}
-	hc := apiClient(n.cfg.APITLS)
-	defer hc.CloseIdleConnections()
 	var last error
 	for {
 		if id, addr := n.Leader(); id != "" && id != n.cfg.NodeID && addr != "" {
@@ -238,6 +244,57 @@ func (n *Node) Leave(ctx context.Context, secret string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// ErrLeaveLosesQuorum: a voter did not leave because the other voters that
+// are healthy would not be a quorum of the configuration without it.
+var ErrLeaveLosesQuorum = errors.New("leaving would lose the quorum")
+
+// leaveKeepsQuorum checks that the other voters, asked now, are healthy
+// enough to commit this node's removal and to go on without it. Removing
+// a voter while another is down leaves a configuration whose quorum needs
+// the dead one: the cluster then stops until it returns, and this node's
+// return would not help, as it is no longer a member. Staying a member
+// (down, while stopped) keeps that quorum reachable.
+func (n *Node) leaveKeepsQuorum(ctx context.Context, hc *http.Client, secret string) error {
+	members, err := n.Members()
+	if err != nil {
+		return fmt.Errorf("leave: %w", err)
+	}
+	leader, _ := n.Leader()
+	var others []Member
+	for _, m := range members {
+		if m.Voter && m.ID != n.cfg.NodeID {
+			others = append(others, m)
+		}
+	}
+	healthy := make([]bool, len(others))
+	var wg sync.WaitGroup
+	for i, m := range others {
+		if m.HTTPAddr == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			var st NodeStatus
+			c := &Client{Addr: m.HTTPAddr, Secret: secret, TLS: n.cfg.APITLS, HTTP: hc}
+			healthy[i] = c.do(cctx, http.MethodGet, "/_cluster/self?digest=false", nil, &st) == nil && st.follows(leader)
+		}()
+	}
+	wg.Wait()
+	var up []string
+	for i, ok := range healthy {
+		if ok {
+			up = append(up, others[i].ID)
+		}
+	}
+	if need := len(others)/2 + 1; len(up) < need {
+		return fmt.Errorf("%w: %d of the %d other voters are healthy (%v), %d needed", ErrLeaveLosesQuorum, len(up), len(others), up, need)
+	}
+	return nil
 }
 
 func (n *Node) isVoter() bool {

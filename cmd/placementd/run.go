@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -39,6 +40,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	joins := splitList(cf.join)
 	if len(joins) > 0 && cf.secret == "" {
 		return errors.New("--join needs --cluster-secret (the secret the cluster was started with)")
+	}
+	if n := cf.bootstrapExpect; n != 0 && (n < 0 || len(dedupe(joins)) != n) {
+		return fmt.Errorf("--bootstrap-expect %d: --join must list exactly that many addresses, not %d", n, len(dedupe(joins)))
 	}
 	pending := filepath.Join(c.dataDir, snapshot.PendingRestore)
 	_, statErr := os.Stat(pending)
@@ -143,8 +147,20 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	joinCtx, stopJoin := context.WithCancel(context.Background())
 	defer stopJoin()
 	targets := append(append(joins, node.PeerHTTPAddrs()...), readPeers(c.dataDir)...)
+	// With --bootstrap-expect, a fresh node that --join lists forms the
+	// cluster with the others listed first, then announces its address
+	// like any member.
+	bootstrap := cf.bootstrapExpect > 0 && !node.HasState() && slices.Contains(joins, httpAdv)
 	if cf.secret != "" && len(targets) > 0 && !(len(joins) == 0 && node.Alone()) {
 		go func() {
+			if bootstrap {
+				if err := node.BootstrapExpected(joinCtx, dedupe(joins), cf.secret); err != nil {
+					if joinCtx.Err() == nil {
+						log.Error("forming the cluster failed", "error", err)
+					}
+					return
+				}
+			}
 			if err := node.JoinCluster(joinCtx, dedupe(targets), cf.secret, cf.nonVoter); err != nil {
 				if joinCtx.Err() == nil {
 					log.Error("joining the cluster failed", "error", err)
@@ -183,14 +199,21 @@ func gracefulStop(node *cluster.Node, front *cluster.Handler, srv *http.Server, 
 	if err := node.StopWrites(ctx); err != nil {
 		log.Warn("waiting for proposed writes", "error", err)
 	}
+	left := false
 	if cf.leaveOnShutdown && cf.secret != "" {
 		if lerr := node.Leave(ctx, cf.secret); lerr != nil {
-			log.Warn("leaving the cluster failed", "error", lerr)
-		} else if !node.Alone() {
-			log.Info("left the cluster")
+			log.Warn("leaving the cluster failed; staying a member", "error", lerr)
+		} else {
+			left = true
+			if !node.Alone() {
+				log.Info("left the cluster")
+			}
 		}
-	} else if terr := node.TransferLeadership(); terr != nil {
-		log.Warn("transferring leadership failed", "error", terr)
+	}
+	if !left {
+		if terr := node.TransferLeadership(); terr != nil {
+			log.Warn("transferring leadership failed", "error", terr)
+		}
 	}
 	// Give the other members a heartbeat to learn the new leader before
 	// the connections they forwarded on are closed.

@@ -38,6 +38,7 @@ type candidateFlags struct {
 // clusterFlags are the serve flags about the Raft group.
 type clusterFlags struct {
 	join                         string
+	bootstrapExpect              int
 	secret                       string
 	nonVoter                     bool
 	raftAdvertise, httpAdvertise string
@@ -51,6 +52,7 @@ type clusterFlags struct {
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.join, "join", "", "comma-separated API addresses (host:port) of members of a cluster to join; a fresh node without --join starts a new single-node cluster")
+	fs.IntVar(&c.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster of this many voters at once: --join lists exactly those nodes, and each fresh node among them starts the cluster with all of them once every one answers with no Raft state (any with state: join instead); for nodes given the same flags, such as a StatefulSet's pods")
 	fs.StringVar(&c.secret, "cluster-secret", "", "shared secret of the cluster: needed to join and for the operator API (/_cluster/...); give every node the same")
 	fs.BoolVar(&c.nonVoter, "non-voter", false, "join as a non-voting member (a read replica, e.g. in a remote region)")
 	fs.StringVar(&c.raftAdvertise, "raft-advertise", "", "Raft address other nodes dial (default: --raft-addr, which must then be a specific IP)")

@@ -16,7 +16,8 @@
 //     list-of-lists form;
 //   - policy files (file.go): YAML or JSON mapping rule names to check
 //     strings; each rule named replaces that rule, the others keep their
-//     defaults;
+//     defaults; policy_dirs' files are read after policy_file, in name
+//     order;
 //   - enforcement (enforcer.go): [oslo_policy] enforce_new_defaults (false
 //     ORs a rule with its deprecated rule unless the file overrides it) and
 //     enforce_scope (a token whose scope is not in the rule's scope_types is

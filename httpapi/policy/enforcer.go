@@ -1,7 +1,11 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -13,6 +17,11 @@ type Options struct {
 	// oslo.policy, which quietly ignores a missing policy_file, a File that
 	// cannot be read is an error.
 	File string
+	// Dirs are directories of more policy files, as [oslo_policy]
+	// policy_dirs: the files of each directory, in name order, are read
+	// after File, a rule named again replacing the earlier one. A
+	// directory that does not exist is skipped, as oslo.policy does.
+	Dirs []string
 	// EnforceNewDefaults: false ORs each rule that has a deprecated rule
 	// with the deprecated check string (upstream's legacy defaults); true
 	// evaluates the new default alone.
@@ -175,6 +184,25 @@ func New(opts Options) (*Enforcer, []string, error) {
 		var err error
 		if file, err = loadFile(opts.File); err != nil {
 			return nil, nil, err
+		}
+	}
+	for _, dir := range opts.Dirs {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("policy dir: %w", err)
+		}
+		for _, e := range entries { // in name order
+			if !e.Type().IsRegular() {
+				continue
+			}
+			more, err := loadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, nil, err
+			}
+			file = append(file, more...)
 		}
 	}
 	return build(opts, file)

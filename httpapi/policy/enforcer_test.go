@@ -757,3 +757,36 @@ func TestConcurrentAuthorize(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// policy_dirs: the files of each directory are read after policy_file,
+// in name order, a later file's rule replacing an earlier one; a missing
+// directory is skipped.
+func TestPolicyDirs(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"00-defaults.yaml": "# every rule commented out, as Debian installs it\n",
+		"10-traits.yaml":   `placement:traits:list: role:service` + "\n",
+		"20-traits.yaml":   `placement:traits:list: role:reader` + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := writeFile(t, "policy.yaml", `placement:traits:list: "!"`+"\n"+`placement:resource_providers:list: "!"`+"\n")
+	e, _, err := New(Options{File: file, Dirs: []string{filepath.Join(dir, "missing"), dir}, EnforceScope: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !allowed(t, e, TraitsList, projectReader, nil) || allowed(t, e, TraitsList, service, nil) {
+		t.Error("the last file of the dir does not decide traits:list")
+	}
+	if allowed(t, e, ResourceProvidersList, admin, nil) {
+		t.Error("policy_file's rule lost")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "30-bad.yaml"), []byte("x: ("), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := New(Options{Dirs: []string{dir}}); err == nil || !strings.Contains(err.Error(), "30-bad.yaml") {
+		t.Errorf("a bad file in a policy dir: %v", err)
+	}
+}

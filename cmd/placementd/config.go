@@ -45,7 +45,21 @@ func presetFlags(fs *flag.FlagSet, args []string, strict bool) error {
 	if fs.Lookup(configFlag) == nil {
 		fs.String(configFlag, "", "YAML file of settings named as the flags (see docs/operators-guide.md)")
 	}
-	path, ok := configPath(args)
+	// placement.conf (serve only) first: the YAML file and the
+	// environment override it.
+	if u, ok := upstreamConfigOf(fs); ok {
+		path, given := configPath(args, upstreamConfigFlag)
+		if !given {
+			path = os.Getenv("PLACEMENTD_CONFIG_FILE")
+		}
+		if path != "" {
+			u.Set(path)
+			if err := u.apply(fs); err != nil {
+				return err
+			}
+		}
+	}
+	path, ok := configPath(args, configFlag)
 	if !ok {
 		path = os.Getenv("PLACEMENTD_CONFIG")
 	}
@@ -57,9 +71,19 @@ func presetFlags(fs *flag.FlagSet, args []string, strict bool) error {
 	return envDefaults(fs)
 }
 
-// configPath finds --config on the command line before the flags are
-// parsed, since the file's values must be set first.
-func configPath(args []string) (string, bool) {
+func upstreamConfigOf(fs *flag.FlagSet) (*upstreamConfig, bool) {
+	f := fs.Lookup(upstreamConfigFlag)
+	if f == nil {
+		return nil, false
+	}
+	u, ok := f.Value.(*upstreamConfig)
+	return u, ok
+}
+
+// configPath finds a file flag (--config, --config-file) on the command
+// line before the flags are parsed, since the file's values must be set
+// first.
+func configPath(args []string, flagName string) (string, bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -69,7 +93,7 @@ func configPath(args []string) (string, bool) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if name != configFlag {
+		if name != flagName {
 			continue
 		}
 		if hasValue {
@@ -93,7 +117,7 @@ func applyConfigFile(fs *flag.FlagSet, path string, strict bool) error {
 	}
 	for _, name := range sortedKeys(values) {
 		f := fs.Lookup(name)
-		if f == nil || name == configFlag {
+		if f == nil || name == configFlag || name == upstreamConfigFlag {
 			if strict {
 				return fmt.Errorf("%s: unknown setting %q (settings are named as the flags of placementd serve)", path, name)
 			}
@@ -156,7 +180,7 @@ var flagGroups = []struct {
 	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-"}},
 	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
 	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout"}},
-	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "config"}},
+	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "config", "config-file"}},
 	{"Runtime", []string{"gc-"}},
 }
 
@@ -215,8 +239,10 @@ under /_cluster/ and /metrics (both need the cluster secret), /healthz and
 single-node cluster.
 
 Every flag can also be set with the environment variable shown, or in the
-YAML file given with --config (keys named as the flags); a flag on the
-command line wins over the environment, which wins over the file.
+YAML file given with --config (keys named as the flags); many can also be
+read from upstream Placement's placement.conf given with --config-file. A
+flag on the command line wins over the environment, which wins over the
+YAML file, which wins over placement.conf.
 `)
 	printFlags(w, fs)
 }

@@ -38,7 +38,9 @@ Operator commands take --addr (any member's API address) and
 Run 'placementd serve --help' for the serve flags; every flag can also be
 set with an environment variable PLACEMENTD_<FLAG_NAME> (upper case, dashes
 as underscores) or in a YAML file given with --config (keys named as the
-flags). Precedence: flag, then environment, then file, then default.
+flags); serve also reads upstream Placement's placement.conf given with
+--config-file. Precedence: flag, then environment, then the YAML file, then
+placement.conf, then default.
 
 A node serves the Placement API, /healthz, /readyz and /metrics
 (Prometheus, with the cluster secret; or on --metrics-addr) on its

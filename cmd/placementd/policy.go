@@ -13,6 +13,7 @@ import (
 func newAuthorizer(c *serveConfig, log *slog.Logger) (httpapi.Authorizer, error) {
 	e, warnings, err := policy.New(policy.Options{
 		File:               c.policyFile,
+		Dirs:               splitList(c.policyDirs),
 		EnforceNewDefaults: c.policyEnforceNewDefaults,
 		EnforceScope:       c.policyEnforceScope,
 	})

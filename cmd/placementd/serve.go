@@ -13,7 +13,8 @@ import (
 
 type serveConfig struct {
 	httpAddr, raftAddr, nodeID, dataDir string
-	policyFile                          string
+	policyFile, policyDirs              string
+	upstream                            upstreamConfig
 	policyEnforceNewDefaults            bool
 	policyEnforceScope                  bool
 	corsAllowedOrigin, corsAllowHeaders string
@@ -72,6 +73,8 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft id (default: the hostname, kept in the data dir)")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the Raft log, snapshots and node identity")
 	fs.StringVar(&c.policyFile, "policy-file", "", "oslo.policy YAML/JSON file overriding policy rules")
+	fs.StringVar(&c.policyDirs, "policy-dirs", "", "comma-separated directories of more policy files, read after --policy-file in name order, as [oslo_policy] policy_dirs")
+	fs.Var(&c.upstream, upstreamConfigFlag, "upstream Placement's placement.conf (oslo.config INI): the options placementd shares with upstream are read from it, the others logged as ignored (docs/deploy.md)")
 	fs.BoolVar(&c.policyEnforceNewDefaults, "policy-enforce-new-defaults", false, "use only the new policy defaults, as [oslo_policy] enforce_new_defaults")
 	fs.BoolVar(&c.policyEnforceScope, "policy-enforce-scope", true, "refuse tokens whose scope a rule does not allow, as [oslo_policy] enforce_scope")
 	fs.StringVar(&c.corsAllowedOrigin, "cors-allowed-origin", "", "comma-separated origins allowed by CORS (empty: no CORS)")
@@ -145,6 +148,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	c.upstream.logIgnored(log)
 	switch c.authStrategy {
 	case "noauth2":
 	case "keystone":

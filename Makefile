@@ -11,8 +11,8 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # cover every file in ../shared/conformance/gabbits).
 .PHONY: build run test unit conformance clean
 
-# The foundation issue's files, which `make e2e` runs through a follower of
-# the compose cluster.
+# The foundation issue's files, which `make e2e` runs through the compose
+# cluster's nodes in turn.
 CONFORMANCE_REQUIRED := \
 	basic-http microversion cors non-cors unicode confirm-auth \
 	resource-provider resource-provider-links resource-provider-duplication \
@@ -38,8 +38,9 @@ conformance: build
 clean:
 	rm -rf bin data
 
-# A 3-node docker compose cluster from the FROM-scratch image: the required
-# conformance files through a follower, then `docker kill` of the leader.
+# A 3-node docker compose cluster from the FROM-scratch image (the Helm
+# chart's): the required conformance files through one client address
+# spread over the nodes, then `docker kill` of the leader.
 .PHONY: e2e
 e2e: build
 	CONFORMANCE_DIR="$(abspath $(CONFORMANCE_DIR))" CONFORMANCE_FILES="$(CONFORMANCE_REQUIRED)" cluster/e2e/e2e.sh

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PLACEMENT_SERVER_CMD for `make e2e`: a fresh 3-node compose cluster per
-# gabbi file, reached through a follower (node2, which joins node1's new
-# cluster). The harness's port is served by a small TCP relay to node2's
-# published port, opened only once all three nodes are healthy, so the
+# gabbi file (the image and flags of the Helm chart's pods), reached through
+# one client address as the chart's client Service gives: a small TCP relay
+# that sends each connection to the next node in turn (leader and
+# followers alike). It opens only once all three nodes are healthy, so the
 # harness's first GET / means the cluster is ready. SIGTERM from the
 # harness takes the cluster down with its volumes.
 set -euo pipefail
@@ -25,9 +26,10 @@ for i in $(seq 150); do
   [[ $n == 3 ]] && break
   sleep 0.2
 done
-python3 - "$PLACEMENT_HOST" "$PLACEMENT_PORT" "$PLACEMENTD_NODE2_PORT" <<'PY' &
-import socket, sys, threading
-host, port, target = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+python3 - "$PLACEMENT_HOST" "$PLACEMENT_PORT" "$PLACEMENTD_NODE1_PORT" "$PLACEMENTD_NODE2_PORT" "$PLACEMENTD_NODE3_PORT" <<'PY' &
+import itertools, socket, sys, threading
+host, port = sys.argv[1], int(sys.argv[2])
+targets = itertools.cycle(int(p) for p in sys.argv[3:])
 def pipe(a, b):
     try:
         while data := a.recv(65536):
@@ -41,7 +43,7 @@ def pipe(a, b):
 ln = socket.create_server((host, port))
 while True:
     c, _ = ln.accept()
-    u = socket.create_connection(("127.0.0.1", target))
+    u = socket.create_connection(("127.0.0.1", next(targets)))
     threading.Thread(target=pipe, args=(c, u), daemon=True).start()
     threading.Thread(target=pipe, args=(u, c), daemon=True).start()
 PY

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# make e2e: build the FROM-scratch image from the static binary, run the
-# foundation conformance files through a follower of a 3-node compose
-# cluster, then `docker kill` the leader and check the cluster still
-# serves, and that the killed node recovers and converges when started.
+# make e2e: build the FROM-scratch image from the static binary (the image
+# the Helm chart runs), run the foundation conformance files through one
+# client address spread over the nodes of a 3-node compose cluster formed
+# as the chart's pods form theirs (--bootstrap-expect), then `docker kill`
+# the leader and check the cluster still serves, and that the killed node
+# recovers and converges when started.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -20,7 +22,7 @@ echo "== image"
 make build
 docker build -q -t placementd:local .
 
-echo "== conformance through a follower"
+echo "== conformance through a client address spread over the three nodes"
 paths=()
 for f in $files; do paths+=("$conformance_dir/gabbits/$f.yaml"); done
 PLACEMENT_SERVER_CMD="$here/conformance-server.sh" /usr/bin/python3 "$conformance_dir/run.py" --list-failures "${paths[@]}"

@@ -24,9 +24,16 @@ import (
 // Where upstream's default differs from the flag's, a placement.conf
 // brings upstream's: [api] auth_strategy is keystone unless the file says
 // otherwise, and [oslo_policy] looks for policy.yaml and policy.d/ beside
-// the file, where oslo.policy finds them.
+// the file, where oslo.policy finds them. A [placementd] section sets
+// placementd's own flags (cluster, addresses), over the options above.
 
 const upstreamConfigFlag = "config-file"
+
+// ownSection is placementd's own section of placement.conf: keys named as
+// the serve flags (dashes or underscores), for deployments whose tools
+// write placement.conf only (Kolla-Ansible merges operators' sections into
+// it, per host too).
+const ownSection = "placementd"
 
 // upstreamConfig is the value of --config-file: the path, and what reading
 // it found to report once the logger exists.
@@ -192,6 +199,9 @@ func (u *upstreamConfig) apply(fs *flag.FlagSet) error {
 	set := map[string]bool{} // "section.option" the file sets
 	for _, sec := range f.Sections() {
 		name := sec.Name()
+		if name == ownSection {
+			continue // last, below
+		}
 		known, ok := upstreamOptions[name]
 		if !ok {
 			if len(sec.Keys()) > 0 || name != ini.DefaultSection {
@@ -229,6 +239,17 @@ func (u *upstreamConfig) apply(fs *flag.FlagSet) error {
 			if err := u.setFlag(fs, name, opt, upstreamOptions[name][opt], v, dir); err != nil {
 				return err
 			}
+		}
+	}
+	// [placementd]: any serve flag, by name, over the options above.
+	for _, key := range f.Section(ownSection).Keys() {
+		name := strings.ReplaceAll(key.Name(), "_", "-")
+		fl := fs.Lookup(name)
+		if fl == nil || name == configFlag || name == upstreamConfigFlag {
+			return fmt.Errorf("%s: [%s] %s: not a flag of placementd serve", u.path, ownSection, key.Name())
+		}
+		if err := fl.Value.Set(key.Value()); err != nil {
+			return fmt.Errorf("%s: [%s] %s: %v", u.path, ownSection, key.Name(), err)
 		}
 	}
 	return nil

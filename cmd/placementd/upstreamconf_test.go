@@ -39,7 +39,7 @@ state_path = /var/lib/placement
 auth_strategy = keystone
 [placement]
 randomize_allocation_candidates = true
-max_allocation_candidates: 1000
+max_allocation_candidates: 5
 allocation_candidates_generation_strategy = breadth-first
 incomplete_consumer_project_id = 11111111-1111-1111-1111-111111111111
 incomplete-consumer-user-id = 22222222-2222-2222-2222-222222222222
@@ -75,6 +75,10 @@ max_age = 3600
 connection = mysql+pymysql://placement:secret@db/placement
 [profiler]
 enabled = true
+[placementd]
+cluster_secret = from-the-file
+bootstrap-expect = 3
+max_allocation_candidates = 1000
 `)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c := serveFlags(fs)
@@ -112,6 +116,9 @@ enabled = true
 	if !c.candidates.randomize || c.candidates.max != 1000 || !c.policyEnforceNewDefaults || c.policyEnforceScope {
 		t.Errorf("randomize %v, max %d, enforce_new_defaults %v, enforce_scope %v",
 			c.candidates.randomize, c.candidates.max, c.policyEnforceNewDefaults, c.policyEnforceScope)
+	}
+	if c.cluster.secret != "from-the-file" || c.cluster.bootstrapExpect != 3 {
+		t.Errorf("[placementd]: cluster-secret %q, bootstrap-expect %d", c.cluster.secret, c.cluster.bootstrapExpect)
 	}
 	if c.security.keystoneCacheTime != time.Minute || k.Timeout != 7*time.Second {
 		t.Errorf("token_cache_time %s, http_connect_timeout %s", c.security.keystoneCacheTime, k.Timeout)
@@ -189,6 +196,8 @@ func TestUpstreamConfigBadValues(t *testing.T) {
 		{"[keystone_authtoken]\nauth_type = v3applicationcredential\n", "auth_type"},
 		{"[keystone_authtoken]\ntoken_cache_time = 5m\n", "token_cache_time"},
 		{"[api\nauth_strategy = keystone\n", "--config-file"},
+		{"[placementd]\nhttp_adr = x\n", "http_adr"},
+		{"[placementd]\nconfig_file = x\n", "config_file"},
 	} {
 		conf := writeFileIn(t, dir, "placement.conf", tc.text)
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -12,8 +12,11 @@
 // batch entry (group commit, propose.go): each still gets its own result,
 // and a failed entry fails every command in it with the same error.
 //
-// Reads: ReadBarrier confirms leadership (VerifyLeader) after noting the
-// commit index, and waits until the FSM has applied that index. The first
-// read of a new term waits for a Barrier through the log, because
-// hashicorp/raft does not say when the new term's first entry committed.
+// Reads: ReadBarrier confirms leadership after noting the commit index,
+// counting only acknowledgements of heartbeats sent after the read began
+// (readacks.go: raft's VerifyLeader also counts replies to requests sent
+// before, which lets a leader woken from a freeze confirm itself), and
+// waits until the FSM has applied that index. The first read of a new
+// term waits for a Barrier through the log, because hashicorp/raft does
+// not say when the new term's first entry committed.
 package cluster

@@ -58,6 +58,9 @@ type clusterFSM struct {
 	sinceSnapshot atomic.Int64
 	snapshotBytes int64
 	compact       chan struct{}
+
+	// onApply, when set, is called after every applied entry and restore.
+	onApply func()
 }
 
 func newClusterFSM(inner *fsm.FSM, snapshotBytes int64) *clusterFSM {
@@ -65,6 +68,14 @@ func newClusterFSM(inner *fsm.FSM, snapshotBytes int64) *clusterFSM {
 }
 
 func (c *clusterFSM) Apply(l *raft.Log) any {
+	res := c.apply(l)
+	if c.onApply != nil {
+		c.onApply()
+	}
+	return res
+}
+
+func (c *clusterFSM) apply(l *raft.Log) any {
 	if c.snapshotBytes > 0 && c.sinceSnapshot.Add(int64(len(l.Data))) >= c.snapshotBytes {
 		select {
 		case c.compact <- struct{}{}:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -85,10 +86,24 @@ type Node struct {
 	readyTerm   uint64 // term whose barrier has completed
 	barrierWait chan struct{}
 
-	// Concurrent reads share leadership checks (see verifyLeader).
+	// Concurrent reads share leadership checks (see verifyLeader), which
+	// count only fresh acknowledgements (readacks.go).
 	vmu      sync.Mutex
 	vnext    *verifyRound
 	vrunning bool
+	// roundSlots holds a token per round in flight; lastRound is when the
+	// last one started (both used by verifyRounds alone) and roundTime
+	// how long one takes, in nanoseconds (a moving average).
+	roundSlots chan struct{}
+	lastRound  time.Time
+	roundTime  atomic.Int64
+	acks       *ackTracker
+	// protocolVersion is raft's, for the heartbeats read rounds send.
+	protocolVersion raft.ProtocolVersion
+	// applied is closed and replaced whenever the FSM applies an entry,
+	// for reads waiting for the state to reach an index.
+	appliedMu sync.Mutex
+	applied   chan struct{}
 
 	// The write gate: StopWrites closes it so that a leader about to hand
 	// over takes no new command and waits for those already proposed,
@@ -111,7 +126,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.SnapshotBytes == 0 {
 		cfg.SnapshotBytes = 256 << 20
 	}
-	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
+		acks: newAckTracker(), applied: make(chan struct{}), roundSlots: make(chan struct{}, maxRounds)}
+	n.meta.onApply = n.notifyApplied
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = cfg.Logger
@@ -120,6 +137,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.Tune != nil {
 		cfg.Tune(rc)
 	}
+	n.protocolVersion = rc.ProtocolVersion
 
 	var (
 		logs   raft.LogStore
@@ -159,16 +177,17 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		}
 	}
 
-	n.transport = cfg.Transport
-	if n.transport == nil {
+	trans := cfg.Transport
+	if trans == nil {
 		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, cfg.Logger)
 		if err != nil {
 			n.closeStores()
 			return nil, err
 		}
-		n.transport = tcp
+		trans = tcp
 		n.closers = append(n.closers, tcp.Close)
 	}
+	n.transport = trackAcks(trans, n.acks)
 
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(logs, stable, snaps)
@@ -193,9 +212,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.Raft = r
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.electAloneNow()
-	n.done.Add(2)
+	n.done.Add(3)
 	go n.maintain()
 	go n.compactLog()
+	go n.watchState()
 	return n, nil
 }
 
@@ -350,8 +370,9 @@ func (n *Node) awaitLeadership(ctx context.Context) error {
 }
 
 // ReadBarrier returns once a read of the local state would see every write
-// acknowledged before it was called: leadership is confirmed and the FSM
-// has applied the commit index noted beforehand.
+// acknowledged before it was called: leadership is confirmed by a quorum's
+// fresh acknowledgements (confirmLeadership) after noting the commit index,
+// and the FSM has applied that index.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	if err := n.awaitLeadership(ctx); err != nil {
 		return err
@@ -360,17 +381,43 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		return err
 	}
 	commit := n.Raft.CommitIndex()
-	if err := n.verifyLeader(); err != nil {
-		return ErrNotLeader
+	if err := n.verifyLeader(ctx); err != nil {
+		return err
 	}
-	for n.Raft.AppliedIndex() < commit {
+	return n.waitApplied(ctx, commit)
+}
+
+// waitApplied returns once raft has handed every entry up to index to the
+// FSM. Commands wake it as they apply; entries that never reach the FSM
+// (barriers, no-ops, configuration changes) are noticed by a slow tick.
+func (n *Node) waitApplied(ctx context.Context, index uint64) error {
+	var tick *time.Ticker
+	for {
+		n.appliedMu.Lock()
+		wake := n.applied
+		n.appliedMu.Unlock()
+		if n.Raft.AppliedIndex() >= index {
+			return nil
+		}
+		if tick == nil {
+			tick = time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+		}
 		select {
+		case <-wake:
+		case <-tick.C:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Millisecond):
 		}
 	}
-	return nil
+}
+
+// notifyApplied wakes the reads waiting in waitApplied.
+func (n *Node) notifyApplied() {
+	n.appliedMu.Lock()
+	close(n.applied)
+	n.applied = make(chan struct{})
+	n.appliedMu.Unlock()
 }
 
 // termBarrier makes sure a Barrier has gone through the log in the current
@@ -448,18 +495,20 @@ func (n *Node) closeStores() {
 	n.closers = nil
 }
 
-// verifyRound is one VerifyLeader call shared by the reads that joined it.
+// verifyRound is one leadership confirmation shared by the reads that
+// joined it.
 type verifyRound struct {
 	done chan struct{}
 	err  error
 }
 
-// verifyLeader confirms leadership with a check that starts after the
+// verifyLeader confirms leadership with a round that starts after the
 // call, sharing it with concurrent callers: a read joins the round that
-// has not started yet, so every read is covered by a check begun after it
-// noted the commit index. Each check costs a heartbeat round trip; under
-// load one check serves many reads.
-func (n *Node) verifyLeader() error {
+// has not started yet, so every read is covered by a round begun after it
+// noted the commit index. A round costs a round trip to a quorum; under
+// load one round serves many reads, and up to maxRounds rounds overlap so
+// that a read waits for little more than one round trip.
+func (n *Node) verifyLeader(ctx context.Context) error {
 	n.vmu.Lock()
 	if n.vnext == nil {
 		n.vnext = &verifyRound{done: make(chan struct{})}
@@ -470,22 +519,50 @@ func (n *Node) verifyLeader() error {
 		go n.verifyRounds()
 	}
 	n.vmu.Unlock()
-	<-r.done
-	return r.err
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
+// maxRounds bounds the confirmation rounds in flight at once (each holds
+// a heartbeat to every peer).
+const maxRounds = 8
+
+// verifyRounds starts a round for the reads waiting, until no read waits.
+// Rounds overlap, up to maxRounds, started at least 1/maxRounds of a
+// round's duration apart: a read then waits for at most
+// that before its round starts, and a round gathers every read that came
+// meanwhile.
 func (n *Node) verifyRounds() {
 	for {
+		n.roundSlots <- struct{}{}
+		gap := time.Duration(n.roundTime.Load()) / maxRounds
+		if wait := time.Until(n.lastRound.Add(gap)); wait > 0 {
+			time.Sleep(wait)
+		}
 		n.vmu.Lock()
 		r := n.vnext
 		n.vnext = nil
 		if r == nil {
 			n.vrunning = false
 			n.vmu.Unlock()
+			<-n.roundSlots
 			return
 		}
 		n.vmu.Unlock()
-		r.err = n.Raft.VerifyLeader().Error()
-		close(r.done)
+		n.lastRound = time.Now()
+		go func(start time.Time) {
+			r.err = n.confirmLeadership(context.Background())
+			close(r.done)
+			if r.err == nil {
+				// A moving average of how long a round takes.
+				d := int64(time.Since(start))
+				n.roundTime.Store((3*n.roundTime.Load() + d) / 4)
+			}
+			<-n.roundSlots
+		}(n.lastRound)
 	}
 }

@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Fresh acknowledgements: what confirms leadership for a read.
+//
+// hashicorp/raft's VerifyLeader counts the next successful reply each
+// follower's replication goroutine processes, whenever its request was sent.
+// A leader frozen for seconds (SIGSTOP, a VM pause, a long GC) wakes with
+// replies to heartbeats it sent before the freeze waiting in its sockets; if
+// a read's verify registers before those are processed, they confirm a
+// leadership that a newer term has already ended, and the read misses
+// writes the new leader acknowledged meanwhile (etcd-io/etcd#20418 is the
+// same class of bug).
+//
+// ackTracker closes that gap without changing raft. It sits between raft
+// and the transport and numbers every synchronous AppendEntries (heartbeats
+// and non-pipelined appends) as it is sent. A reply counts for a peer only
+// if it accepted the request's term, and it is tied to its request because
+// the transport call returns the reply to the request it sent (one request
+// per pooled connection, or one response channel per in-memory RPC). A read
+// round notes the sequence number, then asks raft for a verify, which makes
+// every follower's heartbeat goroutine send a heartbeat after it: the round
+// is confirmed when a quorum of voters (counting this node) accepted our
+// term in replies to requests numbered after the mark, and refused as soon
+// as any reply carries a newer term.
+//
+// Why that is safe: suppose a write was acknowledged, before the read
+// started, by a leader of a newer term T'. A quorum Q1 had then moved to a
+// term >= T'. Our confirming quorum Q2 accepted our term T < T' in requests
+// sent after the read started, so when each member of Q2 answered, its term
+// was still <= T; terms never decrease, so no member of Q2 had reached T'
+// before the read started, and Q1 and Q2 would not intersect: impossible
+// for two majorities. Writes acknowledged in our own term are at or below
+// the commit index the read notes first; earlier terms' writes are covered
+// by the barrier each leader runs once per term (termBarrier). No clock is
+// involved, so a pause cannot stretch anything.
+
+// ackTracker records, per peer, the newest request whose reply accepted the
+// term it was sent in.
+type ackTracker struct {
+	seq atomic.Uint64 // last sequence number given to an AppendEntries
+
+	mu    sync.Mutex
+	acks  map[raft.ServerID]peerAck
+	newer uint64        // highest term a reply reported above its request's
+	wake  chan struct{} // closed (and replaced) when anything above changes
+}
+
+// peerAck is the newest accepted request to one peer.
+type peerAck struct {
+	seq  uint64
+	term uint64
+}
+
+func newAckTracker() *ackTracker {
+	return &ackTracker{acks: map[raft.ServerID]peerAck{}, wake: make(chan struct{})}
+}
+
+// mark returns a sequence number below every request sent from now on.
+func (a *ackTracker) mark() uint64 { return a.seq.Load() }
+
+// record notes the reply to the request numbered seq.
+func (a *ackTracker) record(id raft.ServerID, seq uint64, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case resp.Term > req.Term:
+		if resp.Term > a.newer {
+			a.newer = resp.Term
+		}
+	case resp.Term == req.Term && resp.Success:
+		if cur := a.acks[id]; seq > cur.seq {
+			a.acks[id] = peerAck{seq: seq, term: req.Term}
+		}
+	default:
+		return
+	}
+	a.signal()
+}
+
+// signal wakes every waiter; a.mu must be held.
+func (a *ackTracker) signal() {
+	close(a.wake)
+	a.wake = make(chan struct{})
+}
+
+// poke wakes the waiters so they re-check raft's state.
+func (a *ackTracker) poke() {
+	a.mu.Lock()
+	a.signal()
+	a.mu.Unlock()
+}
+
+var errNewerTerm = errors.New("a peer answered with a newer term")
+
+// quorum reports whether the voters other than self that accepted term in
+// replies to requests numbered above from, plus self if it votes, are a
+// majority of voters. It also returns the channel that is closed at the
+// next change, and errNewerTerm once any reply showed a term above term.
+func (a *ackTracker) quorum(self raft.ServerID, voters []raft.ServerID, term, from uint64) (bool, <-chan struct{}, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.newer > term {
+		return false, nil, errNewerTerm
+	}
+	votes := 0
+	for _, id := range voters {
+		if id == self {
+			votes++
+		} else if ack := a.acks[id]; ack.term == term && ack.seq > from {
+			votes++
+		}
+	}
+	return votes > len(voters)/2, a.wake, nil
+}
+
+// ackTransport is a raft.Transport that reports AppendEntries replies to an
+// ackTracker. Pipelined appends are not tracked (their replies are not tied
+// to a round here); a round always gets fresh heartbeats.
+type ackTransport struct {
+	raft.Transport
+	acks *ackTracker
+}
+
+func (t *ackTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	seq := t.acks.seq.Add(1)
+	err := t.Transport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		t.acks.record(id, seq, args, resp)
+	}
+	return err
+}
+
+// Close closes the wrapped transport if it can be closed (raft.WithClose).
+func (t *ackTransport) Close() error {
+	if c, ok := t.Transport.(raft.WithClose); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// ackTransportPreVote keeps pre-vote support visible to raft, which looks
+// for raft.WithPreVote on the transport it is given.
+type ackTransportPreVote struct{ *ackTransport }
+
+func (t ackTransportPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	return t.Transport.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
+}
+
+// trackAcks wraps trans so that its AppendEntries replies reach acks.
+func trackAcks(trans raft.Transport, acks *ackTracker) raft.Transport {
+	t := &ackTransport{Transport: trans, acks: acks}
+	if _, ok := trans.(raft.WithPreVote); ok {
+		return ackTransportPreVote{t}
+	}
+	return t
+}
+
+// confirmLeadership runs one confirmation round (see above): it succeeds
+// once a quorum of voters accepted this node's current term in replies to
+// requests sent after the round began. The round sends those requests
+// itself: a heartbeat (an AppendEntries with no entries and no log
+// position, exactly what raft's own heartbeat goroutine sends) to every
+// other voter, again after a short pause while one fails. Raft's own
+// heartbeats may be in flight or paced; not waiting for them makes a round
+// cost one round trip. It fails with ErrNotLeader when this node stops
+// leading or changes term, when a reply shows a newer term, or when no
+// quorum answers within the election timeout (after which the others may
+// have elected another leader).
+func (n *Node) confirmLeadership(ctx context.Context) error {
+	if n.Raft.State() != raft.Leader {
+		return ErrNotLeader
+	}
+	term := n.Raft.CurrentTerm()
+	cfut := n.Raft.GetConfiguration()
+	if err := cfut.Error(); err != nil {
+		return ErrNotLeader
+	}
+	self := raft.ServerID(n.cfg.NodeID)
+	var voters []raft.ServerID
+	var peers []raft.Server
+	for _, s := range cfut.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, s.ID)
+			if s.ID != self {
+				peers = append(peers, s)
+			}
+		}
+	}
+	from := n.acks.mark()
+	rctx, cancel := context.WithTimeout(ctx, n.Raft.ReloadableConfig().ElectionTimeout)
+	defer cancel()
+	for _, p := range peers {
+		go n.heartbeatUntil(rctx, p, term)
+	}
+	for {
+		if n.Raft.State() != raft.Leader || n.Raft.CurrentTerm() != term {
+			return ErrNotLeader
+		}
+		ok, wake, err := n.acks.quorum(self, voters, term, from)
+		if err != nil {
+			return ErrNotLeader
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-rctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return ErrNotLeader
+		case <-n.stop:
+			return ErrNotLeader
+		}
+	}
+}
+
+// heartbeatUntil sends heartbeats of term to p until one is answered or
+// ctx ends; the ack transport records the answer.
+func (n *Node) heartbeatUntil(ctx context.Context, p raft.Server, term uint64) {
+	local := n.transport.EncodePeer(raft.ServerID(n.cfg.NodeID), n.transport.LocalAddr())
+	req := raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: n.protocolVersion, ID: []byte(n.cfg.NodeID), Addr: local},
+		Term:      term,
+		Leader:    local,
+	}
+	pause := 10 * time.Millisecond
+	for ctx.Err() == nil {
+		var resp raft.AppendEntriesResponse
+		if n.transport.AppendEntries(p.ID, p.Address, &req, &resp) == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// watchState wakes confirmation rounds whenever raft's state changes, so a
+// round notices at once that this node stepped down.
+func (n *Node) watchState() {
+	defer n.done.Done()
+	obs := make(chan raft.Observation, 4)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.RaftState, raft.LeaderObservation:
+			return true
+		}
+		return false
+	})
+	n.Raft.RegisterObserver(observer)
+	defer n.Raft.DeregisterObserver(observer)
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-obs:
+			n.acks.poke()
+		}
+	}
+}

@@ -53,6 +53,14 @@ SOAK_NODES ?= 3,5
 soak:
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' ./cluster/faults/ -v -args -faults.soak $(SOAK) -faults.nodes $(SOAK_NODES)
 
+# The freeze scenario (cluster/faults/freeze.go) FREEZE_TRIALS times: the
+# leader frozen past the election timeout, a write acknowledged by the new
+# leader, reads queued at the frozen one, then woken; no read may be stale.
+FREEZE_TRIALS ?= 60
+.PHONY: freeze-check
+freeze-check:
+	$(GO) test -count=1 -timeout 0 -run '^TestFreeze$$' ./cluster/faults/ -v -args -faults.freeze $(FREEZE_TRIALS)
+
 # Every fuzz target for FUZZTIME each (go test -fuzz runs one at a time).
 # Minimizing a new interesting input is bounded by FUZZMINIMIZE: with Go's
 # default (60 s) the large bodies of the reshaper and POST /allocations

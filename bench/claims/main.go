@@ -1,4 +1,5 @@
-// Command claims measures placementd's claim throughput and write latency:
+// Command claims measures placementd's claim throughput and write latency
+// (or, with -reads, linearizable read throughput and latency):
 // it starts a cluster of placementd processes on loopback (Raft over TCP,
 // logs fsynced in a temporary directory), creates providers, then makes
 // claims (PUT /allocations/{new consumer}, consumer_generation null) from
@@ -43,6 +44,7 @@ func main() {
 		concurrency = flag.Int("concurrency", 32, "concurrent clients")
 		providers   = flag.Int("providers", 20, "providers to claim against")
 		leaderOnly  = flag.Bool("leader-only", false, "send every claim to the leader instead of spreading them")
+		reads       = flag.Bool("reads", false, "make linearizable reads (GET /resource_providers/{uuid}) instead of claims: the read barrier's cost")
 	)
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "placementd-bench-")
@@ -96,10 +98,15 @@ func main() {
 			for i := 0; time.Now().Before(stop); i++ {
 				rp := rps[(w+i)%len(rps)]
 				t0 := time.Now()
-				err := call("PUT", targets[(w+i)%len(targets)], "/allocations/"+uuid.NewString(), map[string]any{
-					"allocations": map[string]any{rp: map[string]any{"resources": map[string]int{"VCPU": 1, "MEMORY_MB": 512}}},
-					"project_id":  "bench", "user_id": "bench", "consumer_generation": nil,
-				}, 204)
+				var err error
+				if *reads {
+					err = call("GET", targets[(w+i)%len(targets)], "/resource_providers/"+rp, nil, 200)
+				} else {
+					err = call("PUT", targets[(w+i)%len(targets)], "/allocations/"+uuid.NewString(), map[string]any{
+						"allocations": map[string]any{rp: map[string]any{"resources": map[string]int{"VCPU": 1, "MEMORY_MB": 512}}},
+						"project_id":  "bench", "user_id": "bench", "consumer_generation": nil,
+					}, 204)
+				}
 				if err != nil {
 					bad++
 					continue
@@ -125,15 +132,19 @@ func main() {
 	if *leaderOnly {
 		mode = "to the leader"
 	}
-	fmt.Printf("nodes=%d concurrency=%d (%s): %d claims in %.1fs = %.0f claims/s; latency p50 %.1fms p99 %.1fms; %d failed\n",
-		*nodes, *concurrency, mode, len(latencies), elapsed.Seconds(), float64(len(latencies))/elapsed.Seconds(),
+	what := "claims"
+	if *reads {
+		what = "reads"
+	}
+	fmt.Printf("nodes=%d concurrency=%d (%s): %d %s in %.1fs = %.0f %s/s; latency p50 %.1fms p99 %.1fms; %d failed\n",
+		*nodes, *concurrency, mode, len(latencies), what, elapsed.Seconds(), float64(len(latencies))/elapsed.Seconds(), what,
 		ms(pct(0.50)), ms(pct(0.99)), failed)
 	// CPU per claim of each process (setup included): on a small machine
 	// the nodes compete for the same cores.
 	stopCluster()
 	for i, p := range procs {
 		cpu := p.ProcessState.UserTime() + p.ProcessState.SystemTime()
-		fmt.Printf("  node b%d: %.1fs CPU, %.0fus per claim\n", i+1, cpu.Seconds(), float64(cpu.Microseconds())/float64(max(len(latencies), 1)))
+		fmt.Printf("  node b%d: %.1fs CPU, %.0fus per operation\n", i+1, cpu.Seconds(), float64(cpu.Microseconds())/float64(max(len(latencies), 1)))
 	}
 }
 
@@ -215,8 +226,12 @@ func waitCluster(ctx context.Context, addrs []string, n int) string {
 var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 
 func call(method, addr, path string, body any, want int) error {
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, "http://"+addr+path, bytes.NewReader(b))
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://"+addr+path, rd)
 	req.Header.Set("X-Auth-Token", "admin")
 	req.Header.Set("OpenStack-API-Version", "placement 1.36")
 	req.Header.Set("Content-Type", "application/json")

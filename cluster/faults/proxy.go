@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand"
 	"net"
 	"sync"
 	"time"
@@ -31,10 +32,73 @@ type network struct {
 	mu      sync.Mutex
 	cut     map[[2]string]bool // {from, to} cut, both directions are cut separately
 	proxies map[string]*proxy
+	// delay and jitter: every byte crossing a proxy, either way, arrives
+	// delay ± jitter after it was sent (0: at once).
+	delay, jitter time.Duration
+	rng           *rand.Rand
 }
 
 func newNetwork() *network {
-	return &network{cut: map[[2]string]bool{}, proxies: map[string]*proxy{}}
+	return &network{cut: map[[2]string]bool{}, proxies: map[string]*proxy{}, rng: rand.New(rand.NewSource(1))}
+}
+
+// setDelay makes every link delay what crosses it by delay ± jitter each
+// way, from now on.
+func (nw *network) setDelay(delay, jitter time.Duration) {
+	nw.mu.Lock()
+	nw.delay, nw.jitter = delay, jitter
+	nw.mu.Unlock()
+}
+
+// oneWay is the delay of a chunk sent now.
+func (nw *network) oneWay() time.Duration {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	d := nw.delay
+	if nw.jitter > 0 {
+		d += time.Duration(nw.rng.Int63n(int64(2*nw.jitter))) - nw.jitter
+	}
+	return max(d, 0)
+}
+
+// copyDelayed copies src to dst, each chunk delivered oneWay() after it
+// was read and never before the chunk read before it.
+func (nw *network) copyDelayed(dst io.Writer, src io.Reader) {
+	type chunk struct {
+		b   []byte
+		due time.Time
+	}
+	chunks := make(chan chunk, 1024)
+	go func() {
+		defer close(chunks)
+		var last time.Time
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				due := time.Now().Add(nw.oneWay())
+				if due.Before(last) {
+					due = last
+				}
+				last = due
+				chunks <- chunk{buf[:n], due}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	failed := false
+	for c := range chunks {
+		if failed {
+			continue // drain, so that the reader is never stuck
+		}
+		// Holding the chunk until it is due is what this link does.
+		time.Sleep(time.Until(c.due))
+		if _, err := dst.Write(c.b); err != nil {
+			failed = true
+		}
+	}
 }
 
 // proxy forwards connections to one node's Raft port.
@@ -121,8 +185,8 @@ func (p *proxy) handle(client net.Conn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(node, client); done <- struct{}{} }()
-	go func() { io.Copy(client, node); done <- struct{}{} }()
+	go func() { p.net.copyDelayed(node, client); done <- struct{}{} }()
+	go func() { p.net.copyDelayed(client, node); done <- struct{}{} }()
 	<-done
 }
 

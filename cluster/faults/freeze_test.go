@@ -1,0 +1,59 @@
+package faults
+
+import (
+	"context"
+	"flag"
+	"testing"
+	"time"
+)
+
+var freezeTrials = flag.Int("faults.freeze", 0,
+	"run the freeze scenario this many times (make freeze-check) instead of the short run")
+
+// TestFreeze: a leader frozen past the election timeout and woken with
+// reads waiting must not answer any of them from its stale state. The
+// short run (CI) does 6 freezes of 8 reads; make freeze-check does more.
+func TestFreeze(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection: runs a placementd cluster")
+	}
+	trials := 6
+	if *freezeTrials > 0 {
+		trials = *freezeTrials
+	}
+	rep, err := RunFreeze(context.Background(), FreezeConfig{
+		Bin: build(t), Dir: t.TempDir(), Trials: trials, MaxDelay: 25 * time.Millisecond, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(rep)
+	for _, v := range rep.Violations {
+		t.Error(v)
+	}
+	if rep.Failed() {
+		t.Fatalf("freeze: %s", rep)
+	}
+	if rep.Reads == 0 || rep.ServedByOld+rep.Forwarded == 0 {
+		t.Fatalf("no read was answered: the scenario did not run (%s)", rep)
+	}
+}
+
+// TestFreezeCatchesStaleReads proves the freeze check can fail: in the
+// faults_broken_reads build every node answers reads from its own state,
+// so the woken leader serves reads that miss the new leader's write.
+func TestFreezeCatchesStaleReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection: runs a placementd cluster")
+	}
+	rep, err := RunFreeze(context.Background(), FreezeConfig{
+		Bin: build(t, "faults_broken_reads"), Dir: t.TempDir(), Trials: 1, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(rep)
+	if rep.Stale == 0 || rep.Linearizable != "no" {
+		t.Fatalf("stale reads went unnoticed: %s", rep)
+	}
+}

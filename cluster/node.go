@@ -91,13 +91,16 @@ type Node struct {
 	vmu      sync.Mutex
 	vnext    *verifyRound
 	vrunning bool
-	// roundSlots holds a token per round in flight; lastRound is when the
-	// last one started (both used by verifyRounds alone) and roundTime
-	// how long one takes, in nanoseconds (a moving average).
-	roundSlots chan struct{}
-	lastRound  time.Time
-	roundTime  atomic.Int64
-	acks       *ackTracker
+	// rounds counts the rounds in flight (roundDone is closed when one
+	// ends); lastRound is when the last one started (used by verifyRounds
+	// alone) and roundTime how long one takes, in nanoseconds (a moving
+	// average).
+	roundMu   sync.Mutex
+	rounds    int
+	roundDone chan struct{}
+	lastRound time.Time
+	roundTime atomic.Int64
+	acks      *ackTracker
 	// protocolVersion is raft's, for the heartbeats read rounds send.
 	protocolVersion raft.ProtocolVersion
 	// applied is closed and replaced whenever the FSM applies an entry,
@@ -127,7 +130,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		cfg.SnapshotBytes = 256 << 20
 	}
 	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
-		acks: newAckTracker(), applied: make(chan struct{}), roundSlots: make(chan struct{}, maxRounds)}
+		acks: newAckTracker(), applied: make(chan struct{}), roundDone: make(chan struct{})}
 	n.meta.onApply = n.notifyApplied
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -531,15 +534,24 @@ func (n *Node) verifyLeader(ctx context.Context) error {
 // a heartbeat to every peer).
 const maxRounds = 8
 
+// roundLimit is how many rounds may be in flight when one takes d. On a
+// fast network one at a time is best: a round takes little longer than
+// the reads it serves, and fewer rounds mean fewer heartbeats to process
+// per read. Across regions a read would wait for the round in flight and
+// then its own, nearly two round trips; overlapping rounds (one more per
+// millisecond a round takes) bring that to little more than one.
+func roundLimit(d time.Duration) int {
+	return min(max(int(d/time.Millisecond), 1), maxRounds)
+}
+
 // verifyRounds starts a round for the reads waiting, until no read waits.
-// Rounds overlap, up to maxRounds, started at least 1/maxRounds of a
-// round's duration apart: a read then waits for at most
-// that before its round starts, and a round gathers every read that came
-// meanwhile.
+// Rounds overlap up to roundLimit, started at least a round's duration
+// divided by that limit apart: a read then waits for at most that before
+// its round starts, and a round gathers every read that came meanwhile.
 func (n *Node) verifyRounds() {
 	for {
-		n.roundSlots <- struct{}{}
-		gap := time.Duration(n.roundTime.Load()) / maxRounds
+		limit := n.acquireRound()
+		gap := time.Duration(n.roundTime.Load()) / time.Duration(limit)
 		if wait := time.Until(n.lastRound.Add(gap)); wait > 0 {
 			time.Sleep(wait)
 		}
@@ -549,7 +561,7 @@ func (n *Node) verifyRounds() {
 		if r == nil {
 			n.vrunning = false
 			n.vmu.Unlock()
-			<-n.roundSlots
+			n.releaseRound()
 			return
 		}
 		n.vmu.Unlock()
@@ -562,7 +574,32 @@ func (n *Node) verifyRounds() {
 				d := int64(time.Since(start))
 				n.roundTime.Store((3*n.roundTime.Load() + d) / 4)
 			}
-			<-n.roundSlots
+			n.releaseRound()
 		}(n.lastRound)
 	}
+}
+
+// acquireRound waits until another round may start, counts it, and
+// returns the limit it was admitted under.
+func (n *Node) acquireRound() int {
+	for {
+		n.roundMu.Lock()
+		limit := roundLimit(time.Duration(n.roundTime.Load()))
+		if n.rounds < limit {
+			n.rounds++
+			n.roundMu.Unlock()
+			return limit
+		}
+		done := n.roundDone
+		n.roundMu.Unlock()
+		<-done
+	}
+}
+
+func (n *Node) releaseRound() {
+	n.roundMu.Lock()
+	n.rounds--
+	close(n.roundDone)
+	n.roundDone = make(chan struct{})
+	n.roundMu.Unlock()
 }

@@ -7,7 +7,6 @@ import (
 	"math/rand"
 	"net/http"
 	"net/http/httptrace"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -79,21 +78,14 @@ func RunFreeze(ctx context.Context, cfg FreezeConfig) (*FreezeReport, error) {
 	if cfg.MaxDelay == 0 {
 		cfg.MaxDelay = 12 * time.Millisecond
 	}
-	if cfg.RecoveryTimeout == 0 {
-		cfg.RecoveryTimeout = 60 * time.Second
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = time.Now().UnixNano()
-	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
+	conf := Config{Nodes: 3, Bin: cfg.Bin, Dir: cfg.Dir, Seed: cfg.Seed, RecoveryTimeout: cfg.RecoveryTimeout, Logf: cfg.Logf}
+	conf.setDefaults()
+	cfg.Seed, cfg.RecoveryTimeout, cfg.Logf = conf.Seed, conf.RecoveryTimeout, conf.Logf
 	if err := ensureDir(cfg.Dir); err != nil {
 		return nil, err
 	}
 	cfg.Logf("freeze: %d trials of %d reads, delay up to %s, seed %d, in %s", cfg.Trials, cfg.ReadsPerTrial, cfg.MaxDelay, cfg.Seed, cfg.Dir)
-	c, err := startCluster(ctx, Config{Nodes: 3, Bin: cfg.Bin, Dir: cfg.Dir, Seed: cfg.Seed,
-		RecoveryTimeout: cfg.RecoveryTimeout, Logf: cfg.Logf})
+	c, err := startCluster(ctx, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -128,18 +120,10 @@ func RunFreeze(ctx context.Context, cfg FreezeConfig) (*FreezeReport, error) {
 	rep.Violations = append(rep.Violations, h.anomalies...)
 	h.mu.Unlock()
 	rep.Violations = append(rep.Violations, c.crashes()...)
-	res, info := porcupine.CheckOperationsVerbose(model.Model(capacity), ops, 5*time.Minute)
-	switch res {
-	case porcupine.Ok:
-		rep.Linearizable = "yes"
-	case porcupine.Illegal:
-		rep.Linearizable = "no"
-		viz := filepath.Join(cfg.Dir, "history.html")
-		if porcupine.VisualizePath(model.Model(capacity), info, viz) == nil {
-			rep.Violations = append(rep.Violations, "history not linearizable: see "+viz)
-		}
-	default:
-		rep.Linearizable = "unknown"
+	var viz string
+	rep.Linearizable, viz = checkLinearizable(ops, 5*time.Minute, cfg.Dir)
+	if viz != "" {
+		rep.Violations = append(rep.Violations, "history not linearizable: see "+viz)
 	}
 	if rep.Failed() {
 		cfg.Logf("node logs:\n%s", c.logTails(4000))

@@ -36,9 +36,8 @@ type Report struct {
 // Failed reports whether the run found a problem.
 func (r *Report) Failed() bool { return r.Linearizable != "yes" || len(r.Violations) > 0 }
 
-// Run runs one cluster under the workload and the nemeses, then checks
-// the history. An error means the harness itself could not run.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+// setDefaults fills in what cfg leaves zero.
+func (cfg *Config) setDefaults() {
 	if cfg.Clients == 0 {
 		cfg.Clients = 2 * cfg.Nodes
 	}
@@ -66,6 +65,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+}
+
+// Run runs one cluster under the workload and the nemeses, then checks
+// the history. An error means the harness itself could not run.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.setDefaults()
 	if err := ensureDir(cfg.Dir); err != nil {
 		return nil, err
 	}
@@ -160,24 +165,34 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Violations = append(rep.Violations, checkUnknownWhole(ops, final)...)
 
 	began := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(model.Model(capacity), ops, cfg.CheckTimeout)
+	var viz string
+	rep.Linearizable, viz = checkLinearizable(ops, cfg.CheckTimeout, cfg.Dir)
 	rep.CheckTime = time.Since(began)
-	switch res {
-	case porcupine.Ok:
-		rep.Linearizable = "yes"
-	case porcupine.Illegal:
-		rep.Linearizable = "no"
-		viz := filepath.Join(cfg.Dir, "history.html")
-		if err := porcupine.VisualizePath(model.Model(capacity), info, viz); err == nil {
-			rep.Violations = append(rep.Violations, "history not linearizable: see "+viz)
-		}
-	default:
-		rep.Linearizable = "unknown"
+	if viz != "" {
+		rep.Violations = append(rep.Violations, "history not linearizable: see "+viz)
 	}
 	if rep.Failed() {
 		cfg.Logf("node logs:\n%s", c.logTails(4000))
 	}
 	return rep, nil
+}
+
+// checkLinearizable checks a history against the model within timeout:
+// "yes", "no" (with the path of its visualisation, written in dir) or
+// "unknown" (the check timed out).
+func checkLinearizable(ops []porcupine.Operation, timeout time.Duration, dir string) (verdict, viz string) {
+	res, info := porcupine.CheckOperationsVerbose(model.Model(capacity), ops, timeout)
+	switch res {
+	case porcupine.Ok:
+		return "yes", ""
+	case porcupine.Illegal:
+		viz = filepath.Join(dir, "history.html")
+		if porcupine.VisualizePath(model.Model(capacity), info, viz) != nil {
+			viz = ""
+		}
+		return "no", viz
+	}
+	return "unknown", ""
 }
 
 // finalReads reads every consumer and provider of the workload once the

@@ -174,8 +174,9 @@ func trackAcks(trans raft.Transport, acks *ackTracker) raft.Transport {
 // heartbeats may be in flight or paced; not waiting for them makes a round
 // cost one round trip. It fails with ErrNotLeader when this node stops
 // leading or changes term, when a reply shows a newer term, or when no
-// quorum answers within the election timeout (after which the others may
-// have elected another leader).
+// quorum answers within the apply timeout. A leader cut off from a quorum
+// steps down by itself after the leader lease timeout, so a round fails
+// that soon in a partition; the bound only caps the unforeseen.
 func (n *Node) confirmLeadership(ctx context.Context) error {
 	if n.Raft.State() != raft.Leader {
 		return ErrNotLeader
@@ -197,7 +198,7 @@ func (n *Node) confirmLeadership(ctx context.Context) error {
 		}
 	}
 	from := n.acks.mark()
-	rctx, cancel := context.WithTimeout(ctx, n.Raft.ReloadableConfig().ElectionTimeout)
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.ApplyTimeout)
 	defer cancel()
 	for _, p := range peers {
 		go n.heartbeatUntil(rctx, p, term)

@@ -233,7 +233,7 @@ func benchSearch(b *testing.B, spec fleetSpec, query string, wantMin int) {
 	req := parseQuery(b, query)
 	var n int
 	check := func(st *state.Store) {
-		res, err := candidates.Search(st, req, candidates.Options{})
+		res, err := candidates.Search(context.Background(), st, req, candidates.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -330,7 +330,7 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	var res *candidates.Result
 	var err error
 	searched := s.candidatesTimer()
-	if !s.read(w, r, func(st *state.Store) { res, err = candidates.Search(st, req, s.candidateOptions()) }) {
+	if !s.read(w, r, func(st *state.Store) { res, err = candidates.Search(r.Context(), st, req, s.candidateOptions()) }) {
 		return
 	}
 	if err != nil {

@@ -12,13 +12,20 @@
 // root provider (in ID order) it lists the providers that could serve each
 // group from that tree and from the sharing providers the tree can reach,
 // then walks their product depth-first, pruning a branch as soon as it
-// breaks capacity, group_policy=isolate or same_subtree. Candidates come
+// breaks capacity, group_policy=isolate or same_subtree, or as soon as the
+// levels left cannot all be served any more (prune.go). Candidates come
 // out one at a time, so a limit (without randomization) or
 // max_allocation_candidates stops the work early, and wide trees cost
 // memory for one anchor's options only.
+//
+// Every search is bounded: it stops when its context ends (the request's
+// deadline, or its client going away) and when the answer it builds would
+// hold more than Options.MaxBytes; Search then returns the reason.
 package candidates
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/placementd/placementd/fsm/state"
@@ -89,6 +96,10 @@ type Options struct {
 	// (max_allocation_candidates); 0 or less means no bound.
 	MaxCandidates int
 	Strategy      Strategy
+	// MaxBytes bounds the memory the answer may take while it is built
+	// and sent (an estimate: see cellBytes); a search that would need
+	// more stops with a *LimitError. 0 or less means no bound.
+	MaxBytes int64
 }
 
 // Candidate is one allocation request.
@@ -135,6 +146,18 @@ type SummaryResource struct {
 type Result struct {
 	Candidates []Candidate
 	Summaries  []Summary
+	// Steps is the work the search did: anchors, options and combinations
+	// looked at (for tests and the log, not part of the answer).
+	Steps int64
+}
+
+// LimitError says that a search stopped because its answer would have
+// taken more than MaxBytes of memory.
+type LimitError struct{ MaxBytes int64 }
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("The allocation candidates for this request would take more than %d MiB to build; "+
+		"ask for fewer (limit) or narrow the request.", e.MaxBytes>>20)
 }
 
 // NameError reports a resource class or trait the store does not know.
@@ -152,18 +175,28 @@ func (e *NameError) Error() string {
 }
 
 // Search finds the allocation candidates for req. The store must be
-// read-locked for the duration of the call. The only error is a
-// *NameError, returned in the circumstances upstream raises it (an unknown
-// name in a group upstream never reaches, because an earlier group already
-// matched nothing, yields an empty result instead).
-func Search(st *state.Store, req *Request, opt Options) (*Result, error) {
-	s := newSearch(st, req, opt)
+// read-locked for the duration of the call. It returns a *NameError in
+// the circumstances upstream raises one (an unknown name in a group
+// upstream never reaches, because an earlier group already matched
+// nothing, yields an empty result instead); ctx's error when ctx ended
+// before the search did; a *LimitError when the answer would exceed
+// opt.MaxBytes.
+func Search(ctx context.Context, st *state.Store, req *Request, opt Options) (*Result, error) {
+	s := newSearch(ctx, st, req, opt)
 	empty, err := s.checkNames()
+	if err == nil && s.err != nil {
+		err = s.err
+	}
 	if err != nil {
 		return nil, err
 	}
 	if empty {
-		return &Result{}, nil
+		return &Result{Steps: s.steps}, nil
 	}
-	return s.run(), nil
+	res := s.run()
+	if s.err != nil {
+		return nil, s.err
+	}
+	res.Steps = s.steps
+	return res, nil
 }

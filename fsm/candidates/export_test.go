@@ -6,3 +6,14 @@ func SetSeedFactor(n int) func() {
 	seedFactor = n
 	return func() { seedFactor = old }
 }
+
+// SetPruning turns the pruning of the walk on or off for a test and
+// returns the undo.
+func SetPruning(on bool) func() {
+	old := pruning
+	pruning = on
+	return func() { pruning = old }
+}
+
+// CellBytes is the estimate of what one level of one candidate costs.
+const CellBytes = cellBytes

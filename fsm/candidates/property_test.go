@@ -1,6 +1,7 @@
 package candidates_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -211,7 +212,7 @@ func checkAgainstBruteForce(t *testing.T) {
 		nm := b.names()
 
 		wantC, wantS := bruteForce(st, req)
-		got, err := candidates.Search(st, req, candidates.Options{})
+		got, err := candidates.Search(context.Background(), st, req, candidates.Options{})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -228,7 +229,7 @@ func checkAgainstBruteForce(t *testing.T) {
 		}
 
 		// Breadth-first generates the same set.
-		bf, _ := candidates.Search(st, req, candidates.Options{Strategy: candidates.BreadthFirst})
+		bf, _ := candidates.Search(context.Background(), st, req, candidates.Options{Strategy: candidates.BreadthFirst})
 		if !reflect.DeepEqual(renderAll(bf.Candidates, nm), gotC) {
 			t.Fatalf("seed %d: breadth-first differs", seed)
 		}
@@ -237,7 +238,7 @@ func checkAgainstBruteForce(t *testing.T) {
 		if len(got.Candidates) > 1 {
 			lreq := *req
 			lreq.Limit = 1 + r.IntN(len(got.Candidates)-1)
-			lim, _ := candidates.Search(st, &lreq, candidates.Options{})
+			lim, _ := candidates.Search(context.Background(), st, &lreq, candidates.Options{})
 			if len(lim.Candidates) != lreq.Limit {
 				t.Fatalf("seed %d: limit %d gave %d", seed, lreq.Limit, len(lim.Candidates))
 			}
@@ -247,7 +248,7 @@ func checkAgainstBruteForce(t *testing.T) {
 				}
 			}
 			// And max_allocation_candidates bounds what is generated.
-			mx, _ := candidates.Search(st, req, candidates.Options{MaxCandidates: lreq.Limit})
+			mx, _ := candidates.Search(context.Background(), st, req, candidates.Options{MaxCandidates: lreq.Limit})
 			if len(mx.Candidates) > lreq.Limit {
 				t.Fatalf("seed %d: max %d gave %d", seed, lreq.Limit, len(mx.Candidates))
 			}

@@ -1,6 +1,7 @@
 package candidates_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -23,7 +24,7 @@ func res(pairs ...any) []state.ResourceAmount {
 
 func search(t *testing.T, st *state.Store, req *candidates.Request, opt candidates.Options) *candidates.Result {
 	t.Helper()
-	r, err := candidates.Search(st, req, opt)
+	r, err := candidates.Search(context.Background(), st, req, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestUnknownNames(t *testing.T) {
 			{Suffix: "1", Resources: res("VCPU", 1), InTree: uuidOf("nope")}, {Suffix: "2", Resources: res("CUSTOM_NOPE", 1)}}}, ""},
 	}
 	for _, c := range cases {
-		r, err := candidates.Search(b.st, &c.req, candidates.Options{})
+		r, err := candidates.Search(context.Background(), b.st, &c.req, candidates.Options{})
 		var ne *candidates.NameError
 		switch {
 		case c.err == "" && (err != nil || len(r.Candidates) != 0):

@@ -1,6 +1,8 @@
 package candidates
 
 import (
+	"context"
+	"iter"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -48,12 +50,57 @@ type search struct {
 	groupEmpty map[int]bool
 	sc         scratch
 	slab       []*state.Provider
+
+	// ctx ends the search when the request is cancelled or times out.
+	ctx context.Context
+	// steps counts the work done (see tick); nextCheck is when ctx is
+	// looked at next.
+	steps, nextCheck int64
+	// held estimates the bytes the answer being built holds (see hold).
+	held int64
+	// err is why the search stopped early (the context's error or a
+	// *LimitError); once set, every loop winds down and Search returns it.
+	err error
 }
 
-func newSearch(st *state.Store, req *Request, opt Options) *search {
+// checkEvery is how many steps go by between two looks at the context: a
+// step costs tens of nanoseconds, so a cancelled search stops within
+// about a millisecond.
+const checkEvery = 4096
+
+// tick records n steps of work and reports whether the search may go on.
+func (s *search) tick(n int) bool {
+	s.steps += int64(n)
+	if s.steps >= s.nextCheck && s.err == nil {
+		s.nextCheck = s.steps + checkEvery
+		s.err = s.ctx.Err()
+	}
+	return s.err == nil
+}
+
+// cellBytes estimates what one level of one candidate costs until the
+// answer is sent: its slot in the combination, its share of the
+// Candidate's allocations and mappings, and of the JSON body (measured
+// by TestMemoryEstimate).
+const cellBytes = 320
+
+// hold adds n bytes to what the search holds and reports whether it stays
+// within Options.MaxBytes.
+func (s *search) hold(n int64) bool {
+	s.held += n
+	if m := s.opt.MaxBytes; m > 0 && s.held > m && s.err == nil {
+		s.err = &LimitError{MaxBytes: m}
+	}
+	return s.err == nil
+}
+
+func newSearch(ctx context.Context, st *state.Store, req *Request, opt Options) *search {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	s := &search{
-		st: st, req: req, opt: opt,
-		hasTrees:   len(st.Children) > 0,
+		ctx: ctx, st: st, req: req, opt: opt,
+		hasTrees:   hasProviderTrees(st),
 		rootFilter: len(req.RootRequired) > 0 || len(req.RootForbidden) > 0,
 		groupEmpty: map[int]bool{},
 	}
@@ -68,7 +115,7 @@ func newSearch(st *state.Store, req *Request, opt Options) *search {
 			})
 		}
 		if g.InTree != "" {
-			if p := st.Providers[g.InTree]; p == nil {
+			if p := providerByUUID(st, g.InTree); p == nil {
 				g.unknownTree = true
 			} else if len(g.Resources) > 0 {
 				g.inTreeRoot = p.RootUUID
@@ -91,16 +138,12 @@ func newSearch(st *state.Store, req *Request, opt Options) *search {
 			s.groups[last].subtreeChecks = append(s.groups[last].subtreeChecks, idxs)
 		}
 	}
-	for u := range st.TraitIndex[state.SharingTrait] {
-		p := st.Providers[u]
-		if p == nil {
-			continue
-		}
+	for p := range providersWithTrait(st, state.SharingTrait) {
 		s.sharingAll = append(s.sharingAll, p)
 		if s.sharingByAgg == nil {
 			s.sharingByAgg = map[string][]*state.Provider{}
 		}
-		for a := range p.Aggregates {
+		for a := range aggregatesOf(p) {
 			s.sharingByAgg[a] = append(s.sharingByAgg[a], p)
 		}
 	}
@@ -111,7 +154,7 @@ func newSearch(st *state.Store, req *Request, opt Options) *search {
 }
 
 func classID(st *state.Store, name string) int {
-	if rc := st.Classes[name]; rc != nil {
+	if rc := classByName(st, name); rc != nil {
 		return rc.ID
 	}
 	return int(^uint(0) >> 1)
@@ -135,7 +178,7 @@ func sortByID(ps []*state.Provider) {
 // whether the answer is empty before an unknown name would be reached.
 func (s *search) checkNames() (empty bool, err error) {
 	for _, t := range append(append([]string{}, s.req.RootRequired...), s.req.RootForbidden...) {
-		if s.st.Traits[t] == nil {
+		if !traitExists(s.st, t) {
 			return false, &NameError{Name: t}
 		}
 	}
@@ -144,7 +187,7 @@ func (s *search) checkNames() (empty bool, err error) {
 	}
 	for i, g := range s.groups {
 		for _, r := range g.Resources {
-			if s.st.Classes[r.Class] == nil {
+			if classByName(s.st, r.Class) == nil {
 				return s.unreached(i, &NameError{Class: true, Name: r.Class})
 			}
 		}
@@ -153,13 +196,13 @@ func (s *search) checkNames() (empty bool, err error) {
 		}
 		for _, anyOf := range g.Required {
 			for _, t := range anyOf {
-				if s.st.Traits[t] == nil {
+				if !traitExists(s.st, t) {
 					return s.unreached(i, &NameError{Name: t})
 				}
 			}
 		}
 		for _, t := range g.Forbidden {
-			if s.st.Traits[t] == nil {
+			if !traitExists(s.st, t) {
 				return s.unreached(i, &NameError{Name: t})
 			}
 		}
@@ -205,12 +248,12 @@ func (s *search) groupHasNoCandidate(j int) bool {
 
 func (s *search) rootPasses(p *state.Provider) bool {
 	for _, t := range s.req.RootRequired {
-		if !p.Traits[t] {
+		if !hasTrait(p, t) {
 			return false
 		}
 	}
 	for _, t := range s.req.RootForbidden {
-		if p.Traits[t] {
+		if hasTrait(p, t) {
 			return false
 		}
 	}
@@ -218,34 +261,11 @@ func (s *search) rootPasses(p *state.Provider) bool {
 }
 
 func (s *search) anyRootPasses() bool {
-	for _, p := range s.st.ProvidersInOrder() {
-		if p.ParentUUID == "" && s.rootPasses(p) {
-			return true
-		}
-	}
-	return false
-}
-
-// inAll reports whether set holds a key of every OR-group of groups.
-func inAll(set map[string]bool, groups [][]string) bool {
-	for _, anyOf := range groups {
-		hit := false
-		for _, k := range anyOf {
-			if set[k] {
-				hit = true
-				break
-			}
-		}
-		if !hit {
+	for _, p := range providersInOrder(s.st) {
+		if !s.tick(1) {
 			return false
 		}
-	}
-	return true
-}
-
-func hasAny(set map[string]bool, keys []string) bool {
-	for _, k := range keys {
-		if set[k] {
+		if p.ParentUUID == "" && s.rootPasses(p) {
 			return true
 		}
 	}
@@ -254,8 +274,11 @@ func hasAny(set map[string]bool, keys []string) bool {
 
 func (s *search) anyInAggregates(memberOf [][]string) bool {
 	for _, a := range memberOf[0] {
-		for u := range s.st.AggregateIndex[a] {
-			if p := s.st.Providers[u]; p != nil && inAll(p.Aggregates, memberOf) {
+		for p := range providersInAggregate(s.st, a) {
+			if !s.tick(len(memberOf)) {
+				return false
+			}
+			if inAllAggregates(p, memberOf) {
 				return true
 			}
 		}
@@ -265,7 +288,8 @@ func (s *search) anyInAggregates(memberOf [][]string) bool {
 
 // anchorSource returns a function yielding, in ID order, the root
 // providers that may anchor candidates for groups (and pass root_required),
-// then nil. want is how many candidates are wanted (0: all). When a group
+// then nil (also once the search is stopped). want is how many candidates
+// are wanted (0: all). When a group
 // has a selective constraint (a trait, an aggregate, in_tree), the roots
 // can be derived from the providers meeting it through the indexes; that
 // is done when it is cheaper than trying roots in order until enough
@@ -274,7 +298,7 @@ func (s *search) anchorSource(groups []*group, want int) func() *state.Provider 
 	if seeds, ok := s.seedAnchors(groups, want); ok {
 		i := 0
 		return func() *state.Provider {
-			for i < len(seeds) {
+			for i < len(seeds) && s.tick(1) {
 				p := seeds[i]
 				i++
 				if s.rootPasses(p) {
@@ -284,10 +308,10 @@ func (s *search) anchorSource(groups []*group, want int) func() *state.Provider 
 			return nil
 		}
 	}
-	all := s.st.ProvidersInOrder()
+	all := providersInOrder(s.st)
 	i := 0
 	return func() *state.Provider {
-		for i < len(all) {
+		for i < len(all) && s.tick(1) {
 			p := all[i]
 			i++
 			if p.ParentUUID == "" && s.rootPasses(p) {
@@ -312,28 +336,28 @@ func (s *search) seedAnchors(groups []*group, want int) ([]*state.Provider, bool
 			bestEst, best = est, f
 		}
 	}
-	fromIndex := func(index map[string]map[string]bool, keys []string) (int, func() []*state.Provider) {
+	fromIndex := func(count func(*state.Store, string) int, members func(*state.Store, string) iter.Seq[*state.Provider], keys []string) (int, func() []*state.Provider) {
 		est := 0
 		for _, k := range keys {
-			est += len(index[k])
+			est += count(s.st, k)
 		}
 		return est, func() []*state.Provider {
 			var roots []*state.Provider
 			done := map[string]bool{}
 			for _, k := range keys {
-				for u := range index[k] {
-					roots = s.appendReachableRoots(roots, s.st.Providers[u], done)
+				for p := range members(s.st, k) {
+					s.tick(1)
+					roots = s.appendReachableRoots(roots, p, done)
 				}
 			}
 			return roots
 		}
 	}
 	for _, t := range s.req.RootRequired {
-		idx := s.st.TraitIndex[t]
-		consider(len(idx), func() []*state.Provider {
+		consider(countWithTrait(s.st, t), func() []*state.Provider {
 			var roots []*state.Provider
-			for u := range idx {
-				if p := s.st.Providers[u]; p != nil && p.ParentUUID == "" {
+			for p := range providersWithTrait(s.st, t) {
+				if p.ParentUUID == "" {
 					roots = append(roots, p)
 				}
 			}
@@ -342,7 +366,7 @@ func (s *search) seedAnchors(groups []*group, want int) ([]*state.Provider, bool
 	}
 	for _, g := range groups {
 		if g.inTreeRoot != "" {
-			root := s.st.Providers[g.inTreeRoot]
+			root := providerByUUID(s.st, g.inTreeRoot)
 			if !g.granular {
 				consider(1, func() []*state.Provider { return []*state.Provider{root} })
 			} else {
@@ -358,10 +382,10 @@ func (s *search) seedAnchors(groups []*group, want int) ([]*state.Provider, bool
 			}
 		}
 		for _, anyOf := range g.Required {
-			consider(fromIndex(s.st.TraitIndex, anyOf))
+			consider(fromIndex(countWithTrait, providersWithTrait, anyOf))
 		}
 		for _, anyOf := range g.MemberOf {
-			consider(fromIndex(s.st.AggregateIndex, anyOf))
+			consider(fromIndex(countInAggregate, providersInAggregate, anyOf))
 		}
 	}
 	if best == nil {
@@ -369,7 +393,7 @@ func (s *search) seedAnchors(groups []*group, want int) ([]*state.Provider, bool
 	}
 	// Trying roots in order visits about want*N/est of them before enough
 	// candidates turn up (all of them when everything is wanted).
-	n := len(s.st.Providers)
+	n := providerCount(s.st)
 	scan := n
 	if want > 0 && bestEst > 0 && want*n/bestEst < scan {
 		scan = want * n / bestEst
@@ -396,18 +420,16 @@ func (s *search) appendReachableRoots(roots []*state.Provider, p *state.Provider
 		return roots
 	}
 	roots = append(roots, s.rootOf(p))
-	if !p.Traits[state.SharingTrait] {
+	if !hasTrait(p, state.SharingTrait) {
 		return roots
 	}
-	for a := range p.Aggregates {
+	for a := range aggregatesOf(p) {
 		if done[a] {
 			continue
 		}
 		done[a] = true
-		for q := range s.st.AggregateIndex[a] {
-			if qp := s.st.Providers[q]; qp != nil {
-				roots = append(roots, s.rootOf(qp))
-			}
+		for qp := range providersInAggregate(s.st, a) {
+			roots = append(roots, s.rootOf(qp))
 		}
 	}
 	return roots
@@ -417,7 +439,7 @@ func (s *search) rootOf(p *state.Provider) *state.Provider {
 	if p.ParentUUID == "" {
 		return p
 	}
-	return s.st.Providers[p.RootUUID]
+	return providerByUUID(s.st, p.RootUUID)
 }
 
 // layout is the shape of the product walked for every anchor: one level
@@ -435,6 +457,15 @@ type layout struct {
 	// needsShared tells, per level, whether some sharing provider could
 	// serve it at all (else sharing providers need not be looked up).
 	needsShared []bool
+	// cost weighs listing one provider's options for every level, in
+	// steps (the filters it is checked against).
+	cost int
+	// What the pruning (prune.go) looks at: the granular levels when
+	// group_policy=isolate applies, the levels of each same_subtree
+	// constraint, and the classes more than one level asks for.
+	isolated []int
+	subtrees [][]int
+	shared   []classDemand
 }
 
 type level struct {
@@ -461,6 +492,17 @@ func (s *search) newLayout(groups []*group, full bool) *layout {
 			lay.levels = append(lay.levels, level{g: g, contrib: g.classes[i : i+1], last: i == len(g.classes)-1})
 		}
 	}
+	lay.cost = 1
+	for _, g := range groups {
+		lay.cost += 1 + len(g.Resources) + len(g.Forbidden) + len(g.ForbiddenAggs)
+		for _, anyOf := range g.Required {
+			lay.cost += len(anyOf)
+		}
+		for _, anyOf := range g.MemberOf {
+			lay.cost += len(anyOf)
+		}
+	}
+	lay.plan(s.req.Isolate)
 	lay.needsShared = make([]bool, len(lay.levels))
 	for i, lv := range lay.levels {
 		for _, sp := range s.sharingAll {
@@ -486,6 +528,9 @@ type anchorIter struct {
 	depth  int
 	// started is false until the first call of next.
 	started bool
+	// prune cuts the branches that cannot be completed (nil when the
+	// request gives it nothing to look at).
+	prune *pruner
 }
 
 // scratch holds buffers reused from one anchor to the next, so that an
@@ -497,6 +542,8 @@ type scratch struct {
 	opts       [][]*state.Provider
 	choice     []int
 	iter       anchorIter
+	prune      pruner
+	union      []*state.Provider
 }
 
 // newIter lists the options of every level for anchor a, or returns nil
@@ -505,6 +552,9 @@ type scratch struct {
 func (s *search) newIter(lay *layout, a *state.Provider, keep bool) *anchorIter {
 	sc := &s.sc
 	sc.tree = s.appendTree(sc.tree[:0], a)
+	if !s.tick(lay.cost * len(sc.tree)) {
+		return nil
+	}
 	sc.sharedDone = false
 	n := len(lay.levels)
 	for len(sc.opts) < n {
@@ -537,7 +587,7 @@ func (s *search) newIter(lay *layout, a *state.Provider, keep bool) *anchorIter 
 			hit := false
 			for l := first; l < n && lay.levels[l].g == g && !hit; l++ {
 				for _, p := range sc.opts[l] {
-					if hasAny(p.Traits, anyOf) {
+					if hasAnyTrait(p, anyOf) {
 						hit = true
 						break
 					}
@@ -548,16 +598,36 @@ func (s *search) newIter(lay *layout, a *state.Provider, keep bool) *anchorIter 
 			}
 		}
 	}
+	if pruning && !s.capacityFits(lay, sc.opts[:n]) {
+		return nil
+	}
+	var it *anchorIter
 	if !keep {
 		if cap(sc.choice) < n {
 			sc.choice = make([]int, n)
 		}
 		sc.iter = anchorIter{s: s, lay: lay, anchor: a, opts: sc.opts[:n], choice: sc.choice[:n]}
-		return &sc.iter
+		it = &sc.iter
+		if pruning && lay.prunes() {
+			it.prune = &sc.prune
+		}
+	} else {
+		it = &anchorIter{s: s, lay: lay, anchor: a, opts: make([][]*state.Provider, n), choice: make([]int, n)}
+		size := 0
+		for i := range it.opts {
+			it.opts[i] = append([]*state.Provider(nil), sc.opts[i]...)
+			size += len(it.opts[i])
+		}
+		if pruning && lay.prunes() {
+			it.prune = &pruner{}
+		}
+		// A kept iterator lives until its anchor is exhausted.
+		if !s.hold(int64(8*size + 64*n)) {
+			return nil
+		}
 	}
-	it := &anchorIter{s: s, lay: lay, anchor: a, opts: make([][]*state.Provider, n), choice: make([]int, n)}
-	for i := range it.opts {
-		it.opts[i] = append([]*state.Provider(nil), sc.opts[i]...)
+	if it.prune != nil && !it.prune.start(it) {
+		return nil
 	}
 	return it
 }
@@ -565,14 +635,12 @@ func (s *search) newIter(lay *layout, a *state.Provider, keep bool) *anchorIter 
 // appendTree appends a's tree, in ID order, to buf.
 func (s *search) appendTree(buf []*state.Provider, a *state.Provider) []*state.Provider {
 	buf = append(buf, a)
-	if len(s.st.Children[a.UUID]) == 0 {
+	if !hasChildren(s.st, a) {
 		return buf
 	}
 	start := len(buf) - 1
 	for i := start; i < len(buf); i++ {
-		for u := range s.st.Children[buf[i].UUID] {
-			buf = append(buf, s.st.Providers[u])
-		}
+		buf = appendChildren(s.st, buf, buf[i])
 	}
 	sortByID(buf[start:])
 	return buf
@@ -593,7 +661,7 @@ func (s *search) sharedWith(a *state.Provider) []*state.Provider {
 	sc.sharedDone = true
 	out := sc.shared[:0]
 	for _, p := range sc.tree {
-		for agg := range p.Aggregates {
+		for agg := range aggregatesOf(p) {
 			for _, sp := range s.sharingByAgg[agg] {
 				if sp.RootUUID != a.UUID && !containsProvider(out, sp) {
 					out = append(out, sp)
@@ -644,8 +712,8 @@ func (s *search) servesGranular(g *group, p *state.Provider) bool {
 			return false
 		}
 	}
-	return inAll(p.Traits, g.Required) && !hasAny(p.Traits, g.Forbidden) &&
-		inAll(p.Aggregates, g.MemberOf) && !hasAny(p.Aggregates, g.ForbiddenAggs)
+	return hasAllTraits(p, g.Required) && !hasAnyTrait(p, g.Forbidden) &&
+		inAllAggregates(p, g.MemberOf) && !inAnyAggregate(p, g.ForbiddenAggs)
 }
 
 // appendClass appends to out the providers that can give class r to the
@@ -654,15 +722,15 @@ func (s *search) servesGranular(g *group, p *state.Provider) bool {
 // given). As upstream, an aggregate on the root counts for its whole tree,
 // while a sharing provider must itself be in the aggregates.
 func (s *search) appendClass(out []*state.Provider, g *group, r state.ResourceAmount, a *state.Provider, tree, shared []*state.Provider) []*state.Provider {
-	if hasAny(a.Aggregates, g.ForbiddenAggs) {
+	if inAnyAggregate(a, g.ForbiddenAggs) {
 		return out
 	}
-	anchorIn := len(g.MemberOf) > 0 && inAll(a.Aggregates, g.MemberOf)
+	anchorIn := len(g.MemberOf) > 0 && inAllAggregates(a, g.MemberOf)
 	ok := func(p *state.Provider, inTree bool) bool {
-		if !p.HasCapacity(r.Class, r.Amount) || hasAny(p.Traits, g.Forbidden) || hasAny(p.Aggregates, g.ForbiddenAggs) {
+		if !p.HasCapacity(r.Class, r.Amount) || hasAnyTrait(p, g.Forbidden) || inAnyAggregate(p, g.ForbiddenAggs) {
 			return false
 		}
-		if len(g.MemberOf) == 0 || inAll(p.Aggregates, g.MemberOf) {
+		if len(g.MemberOf) == 0 || inAllAggregates(p, g.MemberOf) {
 			return true
 		}
 		return inTree && anchorIn
@@ -688,7 +756,8 @@ func (s *search) appendClass(out []*state.Provider, g *group, r state.ResourceAm
 
 func (it *anchorIter) at(level int) *state.Provider { return it.opts[level][it.choice[level]] }
 
-// next advances to the next valid combination; false when there is none.
+// next advances to the next valid combination; false when there is none
+// (or the search was stopped).
 func (it *anchorIter) next() bool {
 	n := len(it.lay.levels)
 	if !it.started {
@@ -699,7 +768,13 @@ func (it *anchorIter) next() bool {
 		it.depth = n - 1
 	}
 	for it.depth >= 0 {
+		if !it.s.tick(1) {
+			return false
+		}
 		d := it.depth
+		if it.prune != nil && it.choice[d] >= 0 {
+			it.prune.release(it, d)
+		}
 		it.choice[d]++
 		if it.choice[d] >= len(it.opts[d]) {
 			it.depth--
@@ -710,6 +785,10 @@ func (it *anchorIter) next() bool {
 		}
 		if d == n-1 {
 			return true
+		}
+		// Go down only if the levels below can still all be served.
+		if it.prune != nil && !it.prune.hold(it, d) {
+			continue
 		}
 		it.depth++
 		it.choice[it.depth] = -1
@@ -745,8 +824,8 @@ func (it *anchorIter) accept(d int) bool {
 			}
 		}
 		if total != r.Amount {
-			inv := p.Inventories[r.Class]
-			if p.Usages[r.Class]+total > inv.Capacity() || total > inv.MaxUnit {
+			inv := inventoryOf(p, r.Class)
+			if usageOf(p, r.Class)+total > inv.Capacity() || total > inv.MaxUnit {
 				return false
 			}
 		}
@@ -760,7 +839,7 @@ func (it *anchorIter) accept(d int) bool {
 		for _, anyOf := range g.Required {
 			hit := false
 			for e := first; e <= d && !hit; e++ {
-				hit = hasAny(it.at(e).Traits, anyOf)
+				hit = hasAnyTrait(it.at(e), anyOf)
 			}
 			if !hit {
 				return false
@@ -813,7 +892,7 @@ func (s *search) isAncestorOrSelf(top, p *state.Provider) bool {
 		if p.ParentUUID == "" {
 			return false
 		}
-		p = s.st.Providers[p.ParentUUID]
+		p = parentOf(s.st, p)
 	}
 	return false
 }
@@ -841,11 +920,14 @@ func (lv *level) resourceful() bool { return len(lv.contrib) > 0 }
 // could take r: upstream gives up early when none can, and so does this,
 // which spares a fruitless walk over every root.
 func (s *search) anyCapacity(g *group, r state.ResourceAmount) bool {
-	ps := s.st.ProvidersInOrder()
+	ps := providersInOrder(s.st)
 	if g.inTreeRoot != "" {
-		ps = s.treeOf(s.st.Providers[g.inTreeRoot])
+		ps = s.treeOf(providerByUUID(s.st, g.inTreeRoot))
 	}
 	for _, p := range ps {
+		if !s.tick(1) {
+			return false
+		}
 		if p.HasCapacity(r.Class, r.Amount) {
 			return true
 		}
@@ -853,7 +935,8 @@ func (s *search) anyCapacity(g *group, r state.ResourceAmount) bool {
 	return false
 }
 
-// run generates the candidates and their summaries.
+// run generates the candidates and their summaries (nil when the search
+// was stopped: s.err says why).
 func (s *search) run() *Result {
 	for _, g := range s.groups {
 		for _, r := range g.Resources {
@@ -876,11 +959,12 @@ func (s *search) run() *Result {
 	if m := s.opt.MaxCandidates; m > 0 && (want == 0 || m < want) {
 		want = m
 	}
-	next := s.anchorSource(s.groups, want)
+	gen := s.combinations(lay, s.anchorSource(s.groups, want))
 
 	var all [][]*state.Provider
 	generated := 0
 	var seen map[string]bool
+	width := int64(len(lay.levels))
 	// emit takes one combination; it reports whether generation is over.
 	emit := func(c []*state.Provider) bool {
 		// Only a combination made of sharing providers alone can come from
@@ -897,49 +981,26 @@ func (s *search) run() *Result {
 		generated++
 		if !excludeNested || !lay.nestedCombination(c) {
 			all = append(all, c)
+			// The first `limit` (or all) become candidates in the answer;
+			// the others are only sampled from.
+			if limit == 0 || len(all) <= limit {
+				s.hold(width * cellBytes)
+			} else {
+				s.hold(8*width + 24)
+			}
 		}
 		if s.opt.MaxCandidates > 0 && generated >= s.opt.MaxCandidates {
 			return true
 		}
-		return lazy && limit > 0 && len(all) >= limit
+		return s.err != nil || lazy && limit > 0 && len(all) >= limit
 	}
-	if s.opt.Strategy == BreadthFirst {
-		var active []*anchorIter
-		done := false
-		for a := next(); a != nil && !done; a = next() {
-			it := s.newIter(lay, a, true)
-			if it == nil || !it.next() {
-				continue
-			}
-			done = emit(it.snapshot())
-			active = append(active, it)
+	for c := gen.next(); c != nil; c = gen.next() {
+		if emit(c) {
+			break
 		}
-		for len(active) > 0 && !done {
-			kept := active[:0]
-			for _, it := range active {
-				if done {
-					break
-				}
-				if it.next() {
-					done = emit(it.snapshot())
-					kept = append(kept, it)
-				}
-			}
-			active = kept
-		}
-	} else {
-	anchors:
-		for a := next(); a != nil; a = next() {
-			it := s.newIter(lay, a, false)
-			if it == nil {
-				continue
-			}
-			for it.next() {
-				if emit(it.snapshot()) {
-					break anchors
-				}
-			}
-		}
+	}
+	if s.err != nil {
+		return nil
 	}
 
 	chosen := all
@@ -965,7 +1026,7 @@ func (s *search) run() *Result {
 func sharingKey(c []*state.Provider) (string, bool) {
 	var b strings.Builder
 	for _, p := range c {
-		if !p.Traits[state.SharingTrait] {
+		if !hasTrait(p, state.SharingTrait) {
 			return "", false
 		}
 		b.WriteString(strconv.FormatInt(p.ID, 10))
@@ -1084,18 +1145,19 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 		}
 	} else {
 		for u := range roots {
-			if root := s.st.Providers[u]; root != nil {
+			if root := providerByUUID(s.st, u); root != nil {
 				provs = append(provs, s.treeOf(root)...)
 			}
 		}
 	}
+	s.tick(len(provs))
 	sortByID(provs)
 	out := make([]Summary, len(provs))
 	for i, p := range provs {
-		sum := Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: s.st.TraitsInIDOrder(p)}
-		for _, class := range state.SortedKeys(p.Inventories) {
+		sum := Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: traitsInIDOrder(s.st, p)}
+		for _, class := range inventoryClasses(p) {
 			sum.Resources = append(sum.Resources, SummaryResource{
-				Class: class, Capacity: p.Inventories[class].Capacity(), Used: p.Usages[class],
+				Class: class, Capacity: inventoryOf(p, class).Capacity(), Used: usageOf(p, class),
 			})
 		}
 		out[i] = sum

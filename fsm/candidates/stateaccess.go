@@ -1,0 +1,141 @@
+package candidates
+
+import (
+	"iter"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// Every read this package makes of the state's maps and indexes goes
+// through the functions of this file, so that a change in how the store
+// holds them (plain maps today) is made here alone.
+
+// providerByUUID is the provider with that uuid, or nil.
+func providerByUUID(st *state.Store, uuid string) *state.Provider { return st.Providers[uuid] }
+
+// providerCount is the number of providers.
+func providerCount(st *state.Store) int { return len(st.Providers) }
+
+// providersInOrder lists every provider in ID order (a cached slice the
+// caller must not change).
+func providersInOrder(st *state.Store) []*state.Provider { return st.ProvidersInOrder() }
+
+// hasProviderTrees reports whether some provider has a parent.
+func hasProviderTrees(st *state.Store) bool { return len(st.Children) > 0 }
+
+// hasChildren reports whether p has child providers.
+func hasChildren(st *state.Store, p *state.Provider) bool { return len(st.Children[p.UUID]) > 0 }
+
+// appendChildren appends p's children, in no particular order, to buf.
+func appendChildren(st *state.Store, buf []*state.Provider, p *state.Provider) []*state.Provider {
+	for u := range st.Children[p.UUID] {
+		buf = append(buf, st.Providers[u])
+	}
+	return buf
+}
+
+// parentOf is p's parent, or nil for a root.
+func parentOf(st *state.Store, p *state.Provider) *state.Provider {
+	if p.ParentUUID == "" {
+		return nil
+	}
+	return st.Providers[p.ParentUUID]
+}
+
+// classByName is the resource class of that name, or nil.
+func classByName(st *state.Store, name string) *state.ResourceClass { return st.Classes[name] }
+
+// traitExists reports whether the trait is defined.
+func traitExists(st *state.Store, name string) bool { return st.Traits[name] != nil }
+
+// providersWithTrait yields the providers that have trait t, in no
+// particular order; countWithTrait is how many there are.
+func providersWithTrait(st *state.Store, t string) iter.Seq[*state.Provider] {
+	return indexMembers(st, st.TraitIndex[t])
+}
+
+func countWithTrait(st *state.Store, t string) int { return len(st.TraitIndex[t]) }
+
+// providersInAggregate yields the providers in aggregate a, in no
+// particular order; countInAggregate is how many there are.
+func providersInAggregate(st *state.Store, a string) iter.Seq[*state.Provider] {
+	return indexMembers(st, st.AggregateIndex[a])
+}
+
+func countInAggregate(st *state.Store, a string) int { return len(st.AggregateIndex[a]) }
+
+func indexMembers(st *state.Store, set map[string]bool) iter.Seq[*state.Provider] {
+	return func(yield func(*state.Provider) bool) {
+		for u := range set {
+			if p := st.Providers[u]; p != nil && !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// traitsInIDOrder lists p's traits in upstream's (trait id) order.
+func traitsInIDOrder(st *state.Store, p *state.Provider) []string { return st.TraitsInIDOrder(p) }
+
+// What a provider holds.
+
+func hasTrait(p *state.Provider, t string) bool { return p.Traits[t] }
+
+func inAggregate(p *state.Provider, a string) bool { return p.Aggregates[a] }
+
+// aggregatesOf yields p's aggregates, in no particular order.
+func aggregatesOf(p *state.Provider) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for a := range p.Aggregates {
+			if !yield(a) {
+				return
+			}
+		}
+	}
+}
+
+// inventoryOf is p's inventory of class, or nil.
+func inventoryOf(p *state.Provider, class string) *state.Inventory { return p.Inventories[class] }
+
+// usageOf is what p's allocations use of class.
+func usageOf(p *state.Provider, class string) int64 { return p.Usages[class] }
+
+// inventoryClasses lists the classes p has inventory of, by name.
+func inventoryClasses(p *state.Provider) []string { return state.SortedKeys(p.Inventories) }
+
+// hasAllTraits reports whether p has a trait of every OR-group; hasAnyTrait
+// whether it has one of traits. The aggregate forms are the same over p's
+// aggregates.
+func hasAllTraits(p *state.Provider, groups [][]string) bool { return inAll(p.Traits, groups) }
+
+func hasAnyTrait(p *state.Provider, traits []string) bool { return hasAny(p.Traits, traits) }
+
+func inAllAggregates(p *state.Provider, groups [][]string) bool { return inAll(p.Aggregates, groups) }
+
+func inAnyAggregate(p *state.Provider, aggs []string) bool { return hasAny(p.Aggregates, aggs) }
+
+// inAll reports whether set holds a key of every OR-group of groups.
+func inAll(set map[string]bool, groups [][]string) bool {
+	for _, anyOf := range groups {
+		hit := false
+		for _, k := range anyOf {
+			if set[k] {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}
+
+func hasAny(set map[string]bool, keys []string) bool {
+	for _, k := range keys {
+		if set[k] {
+			return true
+		}
+	}
+	return false
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,13 +126,15 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 		if detail != "" {
 			return nil, acBad(detail)
 		}
+		var rootRequired uniqueStrings
 		for _, anyOf := range required {
-			req.RootRequired = addUnique(req.RootRequired, anyOf...)
+			rootRequired.add(anyOf...)
 		}
+		req.RootRequired = rootRequired.list
 		req.RootForbidden = forbidden
 		var conflicts []string
 		for _, t := range forbidden {
-			if slices.Contains(req.RootRequired, t) {
+			if rootRequired.has(t) {
 				conflicts = append(conflicts, t)
 			}
 		}
@@ -142,17 +143,17 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 				strings.Join(conflicts, ", "), state.CodeQueryBadValue}
 		}
 	}
-	var subtreeSuffixes []string
+	var subtreeSuffixes uniqueStrings
 	for _, val := range queryValues(r, "same_subtree") {
-		var set []string
+		var set uniqueStrings
 		for _, s := range strings.Split(val, ",") {
-			set = addUnique(set, pyStrip(s))
+			set.add(pyStrip(s))
 		}
-		if slices.Contains(set, "") {
+		if set.has("") {
 			return nil, &acError{"Empty string (unsuffixed group) can not be specified in `same_subtree` ", state.CodeQueryBadValue}
 		}
-		req.SameSubtrees = append(req.SameSubtrees, set)
-		subtreeSuffixes = addUnique(subtreeSuffixes, set...)
+		req.SameSubtrees = append(req.SameSubtrees, set.list)
+		subtreeSuffixes.add(set.list...)
 	}
 
 	// Request groups, in the order their first key appears.
@@ -162,6 +163,9 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 	}
 	var groups []*candidates.Group
 	bySuffix := map[string]*candidates.Group{}
+	// Upstream normalizes every value of required<S> and member_of<S> at
+	// each of their occurrences, to the same result: once is enough.
+	normalized := map[string]bool{}
 	for _, p := range queryPairs(r) {
 		m := keyRE.FindStringSubmatch(p.Key)
 		if m == nil {
@@ -174,6 +178,10 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 			bySuffix[suffix] = g
 			groups = append(groups, g)
 		}
+		if (prefix == "required" || prefix == "member_of") && normalized[p.Key] {
+			continue
+		}
+		normalized[p.Key] = true
 		var detail string
 		switch prefix {
 		case "resources":
@@ -205,7 +213,7 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 		}
 		var bad []string
 		for _, s := range resourceless {
-			if !slices.Contains(subtreeSuffixes, s) {
+			if !subtreeSuffixes.has(s) {
 				bad = append(bad, s)
 			}
 		}
@@ -214,7 +222,7 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 				pyList(bad) + ".", state.CodeQueryBadValue}
 		}
 		bad = nil
-		for _, s := range subtreeSuffixes {
+		for _, s := range subtreeSuffixes.list {
 			if bySuffix[s] == nil {
 				bad = append(bad, s)
 			}
@@ -234,10 +242,12 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 	if v.AtLeast(22) {
 		var conflicts []string
 		for _, g := range groups {
+			var forbidden uniqueStrings
+			forbidden.add(g.Forbidden...)
 			for _, anyOf := range g.Required {
 				all := true
 				for _, t := range anyOf {
-					all = all && slices.Contains(g.Forbidden, t)
+					all = all && forbidden.has(t)
 				}
 				if all {
 					sorted := append([]string(nil), anyOf...)

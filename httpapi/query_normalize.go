@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/placementd/placementd/fsm/state"
@@ -13,18 +14,13 @@ import (
 // Query-string normalisers, upstream's util.normalize_*_qs_param(s). Each
 // returns the parsed value, or a non-empty detail for a 400 answer. They
 // are shared by GET /resource_providers and GET /allocation_candidates
-// (which passes a request group suffix).
+// (which passes a request group suffix). Their cost is linear in the
+// query: its pairs are split once per request (queryOf), and a parameter
+// repeated ten thousand times is read once.
 
-// queryValues is webob's req.GET.getall(key): every value in order.
-func queryValues(r *http.Request, key string) []string {
-	var out []string
-	for _, p := range queryPairs(r) {
-		if p.Key == key {
-			out = append(out, p.Value)
-		}
-	}
-	return out
-}
+// queryValues is webob's req.GET.getall(key): every value in order. The
+// caller must not change the slice.
+func queryValues(r *http.Request, key string) []string { return queryOf(r).values[key] }
 
 // queryHas reports whether key appears in the query string.
 func queryHas(r *http.Request, key string) bool { return len(queryValues(r, key)) > 0 }
@@ -38,22 +34,32 @@ func queryLast(r *http.Request, key string) string {
 	return vs[len(vs)-1]
 }
 
-// addUnique appends s to list unless present (a Python set, kept in
-// first-seen order so that which bad value is reported is stable).
-func addUnique(list []string, items ...string) []string {
+// uniqueStrings collects strings once each (a Python set), kept in
+// first-seen order so that which bad value is reported is stable.
+type uniqueStrings struct {
+	list []string
+	seen map[string]bool
+}
+
+func (u *uniqueStrings) add(items ...string) {
 	for _, s := range items {
-		found := false
-		for _, have := range list {
-			if have == s {
-				found = true
-				break
-			}
+		if u.seen == nil {
+			u.seen = map[string]bool{}
 		}
-		if !found {
-			list = append(list, s)
+		if !u.seen[s] {
+			u.seen[s] = true
+			u.list = append(u.list, s)
 		}
 	}
-	return list
+}
+
+func (u *uniqueStrings) has(s string) bool { return u.seen[s] }
+
+// unique returns items without repeats, in first-seen order.
+func unique(items []string) []string {
+	var u uniqueStrings
+	u.add(items...)
+	return u.list
 }
 
 // normalizeMemberOf is normalize_member_of_qs_params: required groups
@@ -65,22 +71,23 @@ func normalizeMemberOf(r *http.Request, suffix string) (required [][]string, for
 	if !v.AtLeast(24) && len(values) > 1 {
 		return nil, nil, fmt.Sprintf("Multiple member_of%s parameters are not supported", suffix)
 	}
+	var forb uniqueStrings
 	for _, value := range values {
-		req, forb, d := normalizeMemberOfValue(value)
+		req, f, d := normalizeMemberOfValue(value)
 		if d != "" {
 			return nil, nil, d
 		}
 		if len(req) > 0 {
 			required = append(required, req)
 		}
-		if len(forb) > 0 {
+		if len(f) > 0 {
 			if !v.AtLeast(32) {
 				return nil, nil, fmt.Sprintf("Forbidden member_of%s parameters are not supported in the specified microversion", suffix)
 			}
-			forbidden = addUnique(forbidden, forb...)
+			forb.add(f...)
 		}
 	}
-	return required, forbidden, ""
+	return required, forb.list, ""
 }
 
 // normalizeMemberOfValue is normalize_member_of_qs_param: a uuid, "!" and
@@ -91,15 +98,15 @@ func normalizeMemberOfValue(value string) (required, forbidden []string, detail 
 	}
 	switch {
 	case strings.HasPrefix(value, "!in:"):
-		forbidden = addUnique(nil, strings.Split(value[4:], ",")...)
+		forbidden = unique(strings.Split(value[4:], ","))
 	case strings.HasPrefix(value, "!"):
 		forbidden = []string{value[1:]}
 	case strings.HasPrefix(value, "in:"):
-		required = addUnique(nil, strings.Split(value[3:], ",")...)
+		required = unique(strings.Split(value[3:], ","))
 	default:
 		required = []string{value}
 	}
-	for _, agg := range append(append([]string{}, required...), forbidden...) {
+	for _, agg := range slices.Concat(required, forbidden) {
 		if schema.UUIDLikeHex(agg) == "" {
 			return nil, nil, "Invalid query string parameters: Expected 'member_of' parameter to contain valid UUID(s). Got: " + agg
 		}
@@ -118,15 +125,16 @@ func normalizeRequiredTraits(r *http.Request, suffix string) (required [][]strin
 	if !allowAny && len(values) > 1 {
 		values = values[len(values)-1:]
 	}
+	var forb uniqueStrings
 	for _, value := range values {
-		req, forb, d := normalizeTraitsValue(value, allowForbidden, allowAny)
+		req, f, d := normalizeTraitsValue(value, allowForbidden, allowAny)
 		if d != "" {
 			return nil, nil, d
 		}
 		required = append(required, req...)
-		forbidden = addUnique(forbidden, forb...)
+		forb.add(f...)
 	}
-	return required, forbidden, ""
+	return required, forb.list, ""
 }
 
 // normalizeTraitsValue is normalize_traits_qs_param.
@@ -135,10 +143,11 @@ func normalizeTraitsValue(val string, allowForbidden, allowAny bool) (required [
 		if !allowAny {
 			return nil, nil, "Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: " + val
 		}
-		var anyOf []string
+		var stripped []string
 		for _, t := range strings.Split(val[3:], ",") {
-			anyOf = addUnique(anyOf, pyStripText(t))
+			stripped = append(stripped, pyStripText(t))
 		}
+		anyOf := unique(stripped)
 		for _, t := range anyOf {
 			if t == "" {
 				return nil, nil, "Invalid query string parameters: Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: " + val
@@ -157,14 +166,16 @@ func normalizeTraitsValue(val string, allowForbidden, allowAny bool) (required [
 	}
 	// As upstream, any number of leading "!" is stripped.
 	empty := false
+	var forb uniqueStrings
 	for _, t := range all {
 		if strings.HasPrefix(t, "!") {
 			f := strings.TrimLeft(t, "!")
 			empty = empty || f == ""
-			forbidden = addUnique(forbidden, f)
+			forb.add(f)
 		}
 		empty = empty || t == ""
 	}
+	forbidden = forb.list
 	if empty {
 		form := "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
 		if !allowForbidden {

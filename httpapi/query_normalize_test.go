@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/placementd/placementd/fsm/state"
@@ -65,5 +67,34 @@ func TestNormalizeResources(t *testing.T) {
 		if _, detail := normalizeResources(qs); detail != want {
 			t.Errorf("%q: got %q, want %q", qs, detail, want)
 		}
+	}
+}
+
+// A parameter repeated ten thousand times is read once, with every value
+// kept in order; a bad value among them is reported as before.
+func TestManyMemberOf(t *testing.T) {
+	var q strings.Builder
+	q.WriteString("resources=VCPU:1")
+	for i := 0; i < 10000; i++ {
+		fmt.Fprintf(&q, "&member_of=%08d-0000-4000-8000-000000000000&member_of1=!in:%08d-0000-4000-8000-000000000000", i, i%10)
+	}
+	q.WriteString("&resources1=VCPU:1&group_policy=none")
+	r := httptest.NewRequest("GET", "/allocation_candidates?"+q.String(), nil)
+	info := &reqInfo{}
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), versionKey{}, Version{1, 39}), infoKey{}, info))
+	req, perr := parseCandidateRequest(r)
+	if perr != nil {
+		t.Fatal(perr.detail)
+	}
+	if len(req.Groups) != 2 || len(req.Groups[0].MemberOf) != 10000 || len(req.Groups[1].ForbiddenAggs) != 10 {
+		t.Fatalf("groups %d, member_of %d, forbidden %d", len(req.Groups), len(req.Groups[0].MemberOf), len(req.Groups[1].ForbiddenAggs))
+	}
+	if got := req.Groups[0].MemberOf[9999][0]; got != "00009999-0000-4000-8000-000000000000" {
+		t.Errorf("last member_of %s", got)
+	}
+	bad := httptest.NewRequest("GET", "/allocation_candidates?"+q.String()+"&member_of=nope", nil)
+	bad = bad.WithContext(context.WithValue(bad.Context(), versionKey{}, Version{1, 39}))
+	if _, perr := parseCandidateRequest(bad); perr == nil || !strings.Contains(perr.detail, "Got: nope") {
+		t.Errorf("bad value: %v", perr)
 	}
 }

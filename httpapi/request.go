@@ -138,18 +138,41 @@ var zeroTime time.Time
 // queryPair is one key=value of a query string.
 type queryPair struct{ Key, Value string }
 
-// queryPairs splits a query string in order, as Python's parse_qsl with
-// keep_blank_values does (only "&" separates; a bad escape is kept as is).
-func queryPairs(r *http.Request) []queryPair {
-	var out []queryPair
+// queryPairs is the query string's pairs in order. The caller must not
+// change the slice.
+func queryPairs(r *http.Request) []queryPair { return queryOf(r).pairs }
+
+// parsedQuery is a query string split once: its pairs in order, as
+// Python's parse_qsl with keep_blank_values does (only "&" separates; a
+// bad escape is kept as is), and the values of each key in order.
+type parsedQuery struct {
+	raw    string
+	pairs  []queryPair
+	values map[string][]string
+}
+
+// queryOf returns the request's query, split on the first call and kept
+// in the request's info for the others (handlers read it once per
+// parameter, and a query can repeat one ten thousand times).
+func queryOf(r *http.Request) *parsedQuery {
+	info, ok := r.Context().Value(infoKey{}).(*reqInfo)
+	if ok && info.query != nil && info.query.raw == r.URL.RawQuery {
+		return info.query
+	}
+	q := &parsedQuery{raw: r.URL.RawQuery, values: map[string][]string{}}
 	for _, part := range strings.Split(r.URL.RawQuery, "&") {
 		if part == "" {
 			continue
 		}
 		k, v, _ := strings.Cut(part, "=")
-		out = append(out, queryPair{unescapeQuery(k), unescapeQuery(v)})
+		p := queryPair{unescapeQuery(k), unescapeQuery(v)}
+		q.pairs = append(q.pairs, p)
+		q.values[p.Key] = append(q.values[p.Key], p.Value)
 	}
-	return out
+	if ok {
+		info.query = q
+	}
+	return q
 }
 
 func unescapeQuery(s string) string {

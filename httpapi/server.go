@@ -169,6 +169,8 @@ type reqInfo struct {
 	// route is the matched route's path template; user and project are
 	// the caller's (for the request log and metrics).
 	route, user, project string
+	// query is the query string, split once (see queryOf).
+	query *parsedQuery
 }
 
 // noteRoute records the matched route's template and the caller in the

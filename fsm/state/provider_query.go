@@ -99,17 +99,35 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 		}
 	}
 
+	// Many forbidden traits or aggregates are looked up in their indexes
+	// once, rather than on every provider.
+	var excluded map[string]bool
+	forbiddenTraits, forbiddenAggs := f.ForbiddenTraits, f.ForbiddenAggregates
+	if len(forbiddenTraits)+len(forbiddenAggs) > 8 {
+		excluded = map[string]bool{}
+		for _, t := range forbiddenTraits {
+			for u := range s.TraitIndex[t] {
+				excluded[u] = true
+			}
+		}
+		for _, a := range forbiddenAggs {
+			for u := range s.AggregateIndex[a] {
+				excluded[u] = true
+			}
+		}
+		forbiddenTraits, forbiddenAggs = nil, nil
+	}
 	var out []*Provider
 	consider := func(p *Provider) {
-		if root != "" && p.RootUUID != root {
+		if root != "" && p.RootUUID != root || excluded[p.UUID] {
 			return
 		}
-		for _, t := range f.ForbiddenTraits {
+		for _, t := range forbiddenTraits {
 			if p.Traits[t] {
 				return
 			}
 		}
-		for _, a := range f.ForbiddenAggregates {
+		for _, a := range forbiddenAggs {
 			if p.Aggregates[a] {
 				return
 			}

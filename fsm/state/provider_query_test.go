@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -59,6 +60,10 @@ func provUUIDs(ps []ProviderSummary) []string {
 
 func TestFindProviders(t *testing.T) {
 	s := provQueryStore(t)
+	var manyAggs []string
+	for i := 0; i < 20; i++ {
+		manyAggs = append(manyAggs, fmt.Sprintf("44444444-0000-4000-8000-%012d", i))
+	}
 	for _, tc := range []struct {
 		name string
 		f    ProviderFilter
@@ -94,6 +99,8 @@ func TestFindProviders(t *testing.T) {
 		{"resources of two classes", ProviderFilter{Resources: []ResourceAmount{{"DISK_GB", 15}, {"VCPU", 1}}}, []string{}},
 		{"resources no inventory", ProviderFilter{Resources: []ResourceAmount{{"MEMORY_MB", 1}}}, []string{}},
 		{"everything", ProviderFilter{Resources: []ResourceAmount{{"VCPU", 1}}, MemberOf: [][]string{{provAgg1, provAgg3}}, ForbiddenTraits: []string{"HW_CPU_X86_SGX"}}, []string{rpC}},
+		// Many forbidden keys go through the indexes instead.
+		{"many forbidden", ProviderFilter{ForbiddenAggregates: append(manyAggs, provAgg3), ForbiddenTraits: []string{"HW_CPU_X86_SGX"}}, []string{rpB}},
 	} {
 		got, err := s.FindProviders(tc.f)
 		if err != nil {

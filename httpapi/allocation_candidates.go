@@ -316,6 +316,7 @@ func (s *Server) candidateOptions() candidates.Options {
 	opt := candidates.Options{
 		Randomize:     s.cfg.RandomizeAllocationCandidates,
 		MaxCandidates: s.cfg.MaxAllocationCandidates,
+		MaxBytes:      s.cfg.CandidatesMaxBytes,
 	}
 	if s.cfg.AllocationCandidatesStrategy == "breadth-first" {
 		opt.Strategy = candidates.BreadthFirst
@@ -341,6 +342,9 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	var err error
 	searched := s.candidatesTimer()
 	if !s.read(w, r, func(st *state.Store) { res, err = candidates.Search(r.Context(), st, req, s.candidateOptions()) }) {
+		return
+	}
+	if err != nil && s.aborted(w, r, err) {
 		return
 	}
 	if err != nil {

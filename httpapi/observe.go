@@ -14,6 +14,6 @@ func (s *Server) candidatesTimer() func(res *candidates.Result) {
 	}
 	start := time.Now()
 	return func(res *candidates.Result) {
-		s.cfg.Observer.CandidatesSearched(time.Since(start), len(res.Candidates))
+		s.cfg.Observer.CandidatesSearched(time.Since(start), len(res.Candidates), res.Steps)
 	}
 }

@@ -55,7 +55,9 @@ func latest(a, b time.Time) time.Time {
 // answered the request and returns false.
 func (s *Server) read(w http.ResponseWriter, r *http.Request, fn func(st *state.Store)) bool {
 	if err := s.backend.Read(r.Context(), fn); err != nil {
-		writeStateError(w, r, err)
+		if !s.aborted(w, r, err) {
+			writeStateError(w, r, err)
+		}
 		return false
 	}
 	return true
@@ -66,7 +68,9 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, fn func(st *state.
 func (s *Server) apply(w http.ResponseWriter, r *http.Request, cmd state.Command) (any, bool) {
 	v, err := s.backend.Apply(r.Context(), cmd)
 	if err != nil {
-		writeStateError(w, r, err)
+		if !s.aborted(w, r, err) {
+			writeStateError(w, r, err)
+		}
 		return nil, false
 	}
 	return v, true

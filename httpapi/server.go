@@ -47,12 +47,19 @@ type Config struct {
 	// Upstream's [placement] options for GET /allocation_candidates:
 	// RandomizeAllocationCandidates samples (or shuffles) the candidates
 	// instead of returning the first ones; MaxAllocationCandidates bounds
-	// how many are generated (upstream's default -1, or 0, means no bound);
-	// AllocationCandidatesStrategy is "depth-first" (default) or
-	// "breadth-first".
+	// how many are generated (0: DefaultMaxAllocationCandidates; -1, as
+	// upstream's default, means no bound); AllocationCandidatesStrategy is
+	// "depth-first" (default) or "breadth-first".
 	RandomizeAllocationCandidates bool
 	MaxAllocationCandidates       int
 	AllocationCandidatesStrategy  string
+	// CandidatesMaxBytes bounds the memory one allocation-candidates
+	// answer may take (0: DefaultCandidatesMaxBytes; -1: no bound).
+	CandidatesMaxBytes int64
+
+	// RequestTimeout is every request's deadline (0:
+	// DefaultRequestTimeout). See deadline.go.
+	RequestTimeout time.Duration
 
 	// Observer, when set, is told about every request the API answers and
 	// every allocation-candidates search (Prometheus metrics).
@@ -66,7 +73,12 @@ type Observer interface {
 	// RequestDone: route is the matched route's path template ("" when
 	// none matched).
 	RequestDone(route, method string, status int, d time.Duration)
-	CandidatesSearched(d time.Duration, returned int)
+	// CandidatesSearched: an allocation-candidates search took d, did
+	// steps of work (candidates.Result.Steps) and returned candidates.
+	CandidatesSearched(d time.Duration, returned int, steps int64)
+	// RequestAborted: a request was stopped by its deadline, its client
+	// going away or a search bound (reason: the Abort constants).
+	RequestAborted(route, reason string)
 }
 
 // Authorizer checks a policy rule for a request's credentials.
@@ -97,6 +109,15 @@ func New(backend Backend, cfg Config) *Server {
 	if cfg.IncompleteConsumerUserID == "" {
 		cfg.IncompleteConsumerUserID = "00000000-0000-0000-0000-000000000000"
 	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxAllocationCandidates == 0 {
+		cfg.MaxAllocationCandidates = DefaultMaxAllocationCandidates
+	}
+	if cfg.CandidatesMaxBytes == 0 {
+		cfg.CandidatesMaxBytes = DefaultCandidatesMaxBytes
+	}
 	s := &Server{cfg: cfg, backend: backend}
 	router := mux.NewRouter()
 	// Routes matches paths as they are: no cleaning, no redirects.
@@ -122,6 +143,7 @@ func New(backend Backend, cfg Config) *Server {
 		h = s.authenticate(h)
 	}
 	h = s.cors(h)
+	h = s.withDeadline(h)
 	h = s.requestLog(h)
 	s.handler = h
 	return s

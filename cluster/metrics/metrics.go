@@ -37,6 +37,7 @@ type Metrics struct {
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
 	httpInFlight prometheus.Gauge
+	httpAborted  *prometheus.CounterVec
 
 	fsmApplied *prometheus.CounterVec
 
@@ -45,6 +46,7 @@ type Metrics struct {
 
 	candDuration prometheus.Histogram
 	candReturned prometheus.Histogram
+	candSteps    prometheus.Histogram
 }
 
 // New builds the metrics of one node in a registry of their own, with the
@@ -64,6 +66,12 @@ func New() *Metrics {
 		Namespace: namespace, Subsystem: "http", Name: "requests_in_flight",
 		Help: "Placement API requests being answered by this node's API now.",
 	})
+	m.httpAborted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "http", Name: "requests_aborted_total",
+		Help: "Placement API requests stopped before they completed, by route template and reason: timeout " +
+			"(the request timeout passed; answered 503 placement.request.timeout), client_gone (the client closed " +
+			"the connection) or too_large (an allocation-candidates answer over its memory bound; 503 placement.query.too_large).",
+	}, []string{"route", "reason"})
 	m.fsmApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "fsm", Name: "commands_applied_total",
 		Help: "Placement commands applied by this node's state machine, by kind and result (ok, bad_request, not_found, conflict) " +
@@ -89,9 +97,15 @@ func New() *Metrics {
 		Help:    "Allocation requests returned by a GET /allocation_candidates.",
 		Buckets: []float64{0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 50000},
 	})
+	m.candSteps = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "allocation_candidates", Name: "search_steps",
+		Help: "Work done by a GET /allocation_candidates search that completed: anchors, options and combinations looked at " +
+			"(a few per provider of the trees searched and per candidate; a search that prunes well stays low even when nothing fits).",
+		Buckets: prometheus.ExponentialBuckets(10, 10, 8),
+	})
 	m.Registry.MustRegister(
-		m.httpRequests, m.httpDuration, m.httpInFlight, m.fsmApplied,
-		m.proposals, m.proposalDuration, m.candDuration, m.candReturned,
+		m.httpRequests, m.httpDuration, m.httpInFlight, m.httpAborted, m.fsmApplied,
+		m.proposals, m.proposalDuration, m.candDuration, m.candReturned, m.candSteps,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -126,14 +140,27 @@ func (m *Metrics) RequestDone(route, method string, status int, d time.Duration)
 	m.httpDuration.WithLabelValues(route, method).Observe(d.Seconds())
 }
 
+// RequestAborted counts a request stopped by its deadline, its client
+// going away or a search bound (httpapi.Observer).
+func (m *Metrics) RequestAborted(route, reason string) {
+	if m == nil {
+		return
+	}
+	if route == "" {
+		route = "unmatched"
+	}
+	m.httpAborted.WithLabelValues(route, reason).Inc()
+}
+
 // CandidatesSearched records one allocation-candidates query
 // (httpapi.Observer).
-func (m *Metrics) CandidatesSearched(d time.Duration, returned int) {
+func (m *Metrics) CandidatesSearched(d time.Duration, returned int, steps int64) {
 	if m == nil {
 		return
 	}
 	m.candDuration.Observe(d.Seconds())
 	m.candReturned.Observe(float64(returned))
+	m.candSteps.Observe(float64(steps))
 }
 
 // Applied is the FSM's OnApply hook: it counts a command applied by this

@@ -273,7 +273,8 @@ func TestNilMetricsIgnoreObservations(t *testing.T) {
 	none.Applied("x", nil)
 	none.RequestStarted()
 	none.RequestDone("", "GET", 200, time.Millisecond)
-	none.CandidatesSearched(time.Millisecond, 1)
+	none.CandidatesSearched(time.Millisecond, 1, 10)
+	none.RequestAborted("", "timeout")
 	if none.Backend(nil) != nil {
 		t.Fatal("nil metrics wrapped the backend")
 	}

@@ -177,7 +177,7 @@ var flagGroups = []struct {
 	title string
 	names []string
 }{
-	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-"}},
+	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-", "request-timeout"}},
 	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
 	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout"}},
 	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "config", "config-file"}},

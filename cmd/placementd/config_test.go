@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -121,16 +122,22 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 func TestCandidateFlags(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c := serveFlags(fs)
-	if err := configure(fs, []string{"--max-allocation-candidates", "1000", "--allocation-candidates-generation-strategy", "breadth-first", "--randomize-allocation-candidates"}, true); err != nil {
+	if c.candidates != (candidateFlags{max: 10000, strategy: "depth-first", memoryMB: 256}) || c.requestTimeout != 30*time.Second {
+		t.Fatalf("default candidate flags: %+v, request timeout %s", c.candidates, c.requestTimeout)
+	}
+	if err := configure(fs, []string{"--max-allocation-candidates", "1000", "--allocation-candidates-generation-strategy", "breadth-first", "--randomize-allocation-candidates",
+		"--allocation-candidates-memory-mb", "-1", "--request-timeout", "5s"}, true); err != nil {
 		t.Fatal(err)
 	}
-	if c.candidates != (candidateFlags{randomize: true, max: 1000, strategy: "breadth-first"}) {
-		t.Fatalf("candidate flags: %+v", c.candidates)
+	if c.candidates != (candidateFlags{randomize: true, max: 1000, strategy: "breadth-first", memoryMB: -1}) || c.requestTimeout != 5*time.Second {
+		t.Fatalf("candidate flags: %+v, request timeout %s", c.candidates, c.requestTimeout)
 	}
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"--allocation-candidates-generation-strategy", "random"},
 		{"--max-allocation-candidates", "0"},
+		{"--allocation-candidates-memory-mb", "0"},
+		{"--request-timeout", "0s"},
 	} {
 		err := serve(append([]string{"--data-dir", dir}, args...))
 		if err == nil || !strings.Contains(err.Error(), args[0]) {

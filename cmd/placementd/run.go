@@ -120,6 +120,8 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		RandomizeAllocationCandidates: c.candidates.randomize,
 		MaxAllocationCandidates:       c.candidates.max,
 		AllocationCandidatesStrategy:  c.candidates.strategy,
+		CandidatesMaxBytes:            c.candidates.memoryMB << 20,
+		RequestTimeout:                c.requestTimeout,
 	})
 	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log})
 	// Answer a non-numeric Content-Length as upstream does, not with Go's

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/placementd/placementd/httpapi"
 )
 
 type serveConfig struct {
@@ -23,6 +25,7 @@ type serveConfig struct {
 	logFormat, logLevel                 string
 	metricsAddr                         string
 	gcHeapFloorMB                       int
+	requestTimeout                      time.Duration
 	candidates                          candidateFlags
 	cluster                             clusterFlags
 	security                            securityFlags
@@ -34,6 +37,7 @@ type candidateFlags struct {
 	randomize bool
 	max       int
 	strategy  string
+	memoryMB  int64
 }
 
 // clusterFlags are the serve flags about the Raft group.
@@ -87,8 +91,10 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", 256, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised, back to 100 once the live heap passes it); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "also serve /metrics, without the cluster secret, on this address (keep it loopback or private); on --http-addr /metrics needs the cluster secret")
 	fs.BoolVar(&c.candidates.randomize, "randomize-allocation-candidates", false, "return a random sample of the allocation candidates instead of the first ones in a fixed order, as upstream's [placement] randomize_allocation_candidates")
-	fs.IntVar(&c.candidates.max, "max-allocation-candidates", -1, "bound on the candidates an allocation-candidates search generates before limit applies (-1: no bound), as upstream's [placement] max_allocation_candidates")
+	fs.IntVar(&c.candidates.max, "max-allocation-candidates", httpapi.DefaultMaxAllocationCandidates, "bound on the candidates an allocation-candidates search generates before limit applies (-1: no bound), as upstream's [placement] max_allocation_candidates (whose default is -1)")
 	fs.StringVar(&c.candidates.strategy, "allocation-candidates-generation-strategy", "depth-first", "order in which candidates are generated when bounded: depth-first or breadth-first, as upstream's [placement] allocation_candidates_generation_strategy")
+	fs.Int64Var(&c.candidates.memoryMB, "allocation-candidates-memory-mb", httpapi.DefaultCandidatesMaxBytes>>20, "bound, in MiB, on the memory one allocation-candidates answer may take while it is built (estimated from its candidates); a request over it is answered 503 placement.query.too_large (-1: no bound)")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "deadline of every API request: past it, reads and searches stop and the request is answered 503 placement.request.timeout")
 	c.cluster.register(fs)
 	c.security.register(fs)
 	return c
@@ -166,6 +172,12 @@ func serve(args []string) error {
 	}
 	if c.candidates.max == 0 || c.candidates.max < -1 {
 		return fmt.Errorf("--max-allocation-candidates %d: want -1 (no bound) or a positive number", c.candidates.max)
+	}
+	if c.candidates.memoryMB == 0 || c.candidates.memoryMB < -1 {
+		return fmt.Errorf("--allocation-candidates-memory-mb %d: want -1 (no bound) or a positive number", c.candidates.memoryMB)
+	}
+	if c.requestTimeout <= 0 {
+		return fmt.Errorf("--request-timeout %s: want a positive duration", c.requestTimeout)
 	}
 	if err := c.security.loadTLS(); err != nil {
 		return err

@@ -44,7 +44,11 @@ type HandlerOptions struct {
 	// MaxBodyBytes bounds forwarded request bodies (default 16 MiB + 1,
 	// so the leader's own limit answers 413).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// MaxApplyLag is how many entries the state machine may be behind the
+	// commit index, while it applies, before /readyz says not ready
+	// (default 1000).
+	MaxApplyLag uint64
+	Logger      *slog.Logger
 }
 
 // Handler serves the whole Placement API on any node: the leader answers
@@ -66,6 +70,9 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 	}
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = 16<<20 + 1
+	}
+	if opts.MaxApplyLag == 0 {
+		opts.MaxApplyLag = 1000
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

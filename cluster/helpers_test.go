@@ -32,6 +32,10 @@ type testCluster struct {
 	mu    sync.Mutex
 	nodes map[string]*testNode
 	dir   string // holds the nodes' data dirs
+	// newFSM, when set, makes the state machine of a node; maxApplyLag is
+	// the readiness bound given to the nodes' fronts (0: the default).
+	newFSM      func(id string) *fsm.FSM
+	maxApplyLag uint64
 }
 
 type testNode struct {
@@ -88,13 +92,18 @@ func (c *testCluster) startWith(id string, trans *raft.InmemTransport, cfg clust
 	}
 	cfg.NodeID, cfg.Transport, cfg.HTTPAddr = id, trans, ln.Addr().String()
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft-" + id, Level: hclog.Error, Output: io.Discard})
-	node, err := cluster.Open(cfg, fsm.New())
+	machine := fsm.New()
+	if c.newFSM != nil {
+		machine = c.newFSM(id)
+	}
+	node, err := cluster.Open(cfg, machine)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	api := httpapi.New(node, httpapi.Config{Logger: quiet})
-	srv := httptest.NewUnstartedServer(node.Handler(api, cluster.HandlerOptions{Secret: secret, LeaderWait: 5 * time.Second, Logger: quiet}))
+	srv := httptest.NewUnstartedServer(node.Handler(api, cluster.HandlerOptions{Secret: secret, LeaderWait: 5 * time.Second,
+		MaxApplyLag: c.maxApplyLag, Logger: quiet}))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()

@@ -59,7 +59,13 @@ type clusterFSM struct {
 	snapshotBytes int64
 	compact       chan struct{}
 
-	// onApply, when set, is called after every applied entry and restore.
+	// applying is the index of the entry Apply is working on (0 between
+	// entries) and applied the last one it finished. Raft counts an entry
+	// applied once it has handed it to the state machine, which may still
+	// be stuck on an earlier one or far behind: readiness looks here.
+	applying, applied atomic.Uint64
+
+	// onApply, when set, is called after every applied entry.
 	onApply func()
 }
 
@@ -68,7 +74,10 @@ func newClusterFSM(inner *fsm.FSM, snapshotBytes int64) *clusterFSM {
 }
 
 func (c *clusterFSM) Apply(l *raft.Log) any {
+	c.applying.Store(l.Index)
 	res := c.apply(l)
+	c.applied.Store(l.Index)
+	c.applying.Store(0)
 	if c.onApply != nil {
 		c.onApply()
 	}

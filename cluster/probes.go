@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -23,7 +24,11 @@ import (
 //
 // The applied-index check keeps a node that is replaying its log or
 // installing a snapshot out of rotation: with stale reads it would serve
-// old state.
+// old state. So does a state machine stuck on one entry for readyWait, or
+// more than HandlerOptions.MaxApplyLag entries behind the commit index
+// while it applies (Raft's applied index counts entries handed to the
+// state machine, not entries it has applied: the probe watches the state
+// machine itself).
 
 // readyWait bounds how long /readyz waits for the state machine to reach
 // the commit index noted when the probe came in (a busy node applies
@@ -38,6 +43,8 @@ type Probe struct {
 	Leader       string `json:"leader"`
 	CommitIndex  uint64 `json:"commit_index"`
 	AppliedIndex uint64 `json:"applied_index"`
+	// StateMachineIndex is the last entry the state machine finished.
+	StateMachineIndex uint64 `json:"state_machine_index"`
 }
 
 // Healthz answers that the process is alive.
@@ -75,19 +82,32 @@ func (h *Handler) Readiness(ctx context.Context) Probe {
 		p.Reason = "no leader known"
 	}
 	p.AppliedIndex = h.node.Raft.AppliedIndex()
+	fsm := h.node.meta
+	p.StateMachineIndex = fsm.applied.Load()
 	if !p.Ready {
+		return p
+	}
+	applying := fsm.applying.Load()
+	if applying != 0 && p.CommitIndex > p.StateMachineIndex+h.opts.MaxApplyLag {
+		p.Ready = false
+		p.Reason = fmt.Sprintf("the state machine is %d entries behind the commit index", p.CommitIndex-p.StateMachineIndex)
 		return p
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyWait)
 	defer cancel()
-	for p.AppliedIndex < p.CommitIndex {
+	stuck := func() bool { return applying != 0 && fsm.applying.Load() == applying }
+	for p.AppliedIndex < p.CommitIndex || stuck() {
 		select {
 		case <-ctx.Done():
 			p.Ready, p.Reason = false, "applying the log: behind the commit index"
+			if stuck() {
+				p.Reason = fmt.Sprintf("the state machine has been applying entry %d for over %s", applying, readyWait)
+			}
 			return p
 		case <-time.After(5 * time.Millisecond):
 		}
 		p.AppliedIndex = h.node.Raft.AppliedIndex()
 	}
+	p.StateMachineIndex = fsm.applied.Load()
 	return p
 }

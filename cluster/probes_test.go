@@ -3,14 +3,19 @@ package cluster_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm"
 )
 
 func front(n *testNode) *cluster.Handler { return n.srv.Config.Handler.(*cluster.Handler) }
@@ -225,4 +230,126 @@ func TestRequireSecret(t *testing.T) {
 	if got := call(noSecret, "Bearer "+secret); got != 403 {
 		t.Errorf("without a configured secret: %d, want 403", got)
 	}
+}
+
+// applyGate holds a state machine's applies while it is shut: its OnApply
+// hook waits, so Apply does not return (a state machine stuck on an
+// entry, as one waiting for a lock would be).
+type applyGate struct {
+	mu   sync.Mutex
+	shut chan struct{}
+}
+
+func (g *applyGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut == nil {
+		g.shut = make(chan struct{})
+	}
+}
+
+func (g *applyGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut != nil {
+		close(g.shut)
+		g.shut = nil
+	}
+}
+
+func (g *applyGate) hook(string, error) {
+	g.mu.Lock()
+	ch := g.shut
+	g.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// gatedFSMs gives the nodes named in ids a state machine held by gate.
+func gatedFSMs(t *testing.T, c *testCluster, gate *applyGate, ids ...string) {
+	c.newFSM = func(id string) *fsm.FSM {
+		f := fsm.New()
+		if slices.Contains(ids, id) {
+			f.OnApply = gate.hook
+		}
+		return f
+	}
+	t.Cleanup(gate.open) // before the nodes stop
+}
+
+// put sends a write without the test's helpers (from a goroutine).
+func put(n *testNode, path string) (int, error) {
+	req, _ := http.NewRequest("PUT", "http://"+n.addr+path, nil)
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// A node whose state machine is stuck on an entry is not ready, though
+// Raft has handed the entry over and counts it applied; it is ready again
+// once the entry is through.
+func TestReadyzFalseWhileApplyStuck(t *testing.T) {
+	c := newTestCluster(t)
+	gate := &applyGate{}
+	gatedFSMs(t, c, gate, "n1")
+	n := c.start("n1", true, nil)
+	c.leader()
+	waitReady(t, n, 200, 5*time.Second)
+
+	gate.close()
+	done := make(chan int, 1)
+	go func() {
+		st, _ := put(n, "/traits/CUSTOM_STUCK")
+		done <- st
+	}()
+	p := waitReady(t, n, 503, 10*time.Second)
+	if !strings.Contains(p.Reason, "state machine has been applying entry") {
+		t.Fatalf("stuck node's verdict: %+v", p)
+	}
+	gate.open()
+	if st := <-done; st != 201 {
+		t.Fatalf("the write held by the gate: %d", st)
+	}
+	p = waitReady(t, n, 200, 10*time.Second)
+	if p.StateMachineIndex < p.CommitIndex-1 {
+		t.Fatalf("ready node's indexes: %+v", p)
+	}
+}
+
+// A follower whose state machine falls behind the commit index by more
+// than the bound is not ready; the rest of the cluster goes on writing.
+func TestReadyzFalseWhileStateMachineBehind(t *testing.T) {
+	c := newTestCluster(t)
+	c.maxApplyLag = 5
+	gate := &applyGate{}
+	gatedFSMs(t, c, gate, "n3")
+	n1 := c.start("n1", true, nil)
+	c.leader()
+	n2, n3 := c.start("n2", false, nil), c.start("n3", false, nil)
+	c.join(n2, n1, false)
+	c.join(n3, n1, false)
+	c.converged()
+	waitReady(t, n3, 200, 10*time.Second)
+
+	gate.close()
+	leader := c.leader()
+	for i := 0; i < 20; i++ {
+		if r := do(t, leader, "PUT", fmt.Sprintf("/traits/CUSTOM_BEHIND_%d", i), nil); r.status != 201 {
+			t.Fatalf("write %d: %d %s", i, r.status, r.body)
+		}
+	}
+	p := waitReady(t, n3, 503, 10*time.Second)
+	if !strings.Contains(p.Reason, "entries behind the commit index") {
+		t.Fatalf("lagging follower's verdict: %+v", p)
+	}
+	waitReady(t, leader, 200, 5*time.Second)
+	gate.open()
+	waitReady(t, n3, 200, 10*time.Second)
+	c.converged()
 }

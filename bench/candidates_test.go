@@ -57,6 +57,13 @@ func fleet(tb testing.TB, spec fleetSpec) *fsm.FSM {
 	if f := fleets[spec]; f != nil {
 		return f
 	}
+	f := buildFleet(tb, spec)
+	fleets[spec] = f
+	return f
+}
+
+// buildFleet builds the state of spec afresh.
+func buildFleet(tb testing.TB, spec fleetSpec) *fsm.FSM {
 	f := fsm.New()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	apply := func(cmd state.Command) {
@@ -125,7 +132,6 @@ func fleet(tb testing.TB, spec fleetSpec) *fsm.FSM {
 			}}})
 		}
 	}
-	fleets[spec] = f
 	return f
 }
 

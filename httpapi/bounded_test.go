@@ -305,7 +305,8 @@ func TestWritesGoOnBesideSearch(t *testing.T) {
 		}
 	}()
 	<-be.entered // the search runs
-	client := &http.Client{Timeout: time.Minute} // a guard: a blocked write fails the test
+	// The client's timeout is a guard: a blocked write fails the test.
+	client := &http.Client{Timeout: time.Minute}
 	for i := 0; i < 5; i++ {
 		body := strings.NewReader(fmt.Sprintf(`{"resource_provider_generation": %d, "traits": ["CUSTOM_T%d"]}`, 1+i, i))
 		put, _ := http.NewRequest("PUT", a.URL+"/resource_providers/"+deviceUUID(0)+"/traits", body)

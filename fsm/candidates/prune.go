@@ -83,7 +83,7 @@ func (lay *layout) plan(isolate bool) {
 	}
 	for _, cd := range all {
 		if len(cd.levels) > 1 {
-			lay.shared = append(lay.shared, cd)
+			lay.demands = append(lay.demands, cd)
 		}
 	}
 }
@@ -96,7 +96,7 @@ func (lay *layout) prunes() bool { return len(lay.isolated) > 0 || len(lay.subtr
 // all of them: in total, and for every amount asked, room for as many
 // pieces of at least that amount as levels ask for.
 func (s *search) capacityFits(lay *layout, opts [][]*state.Provider) bool {
-	for _, cd := range lay.shared {
+	for _, cd := range lay.demands {
 		union := s.sc.union[:0]
 		for _, l := range cd.levels {
 			union = append(union, opts[l]...)

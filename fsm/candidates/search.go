@@ -290,11 +290,10 @@ func (s *search) anyInAggregates(memberOf [][]string) bool {
 // anchorSource returns a function yielding, in ID order, the root
 // providers that may anchor candidates for groups (and pass root_required),
 // then nil (also once the search is stopped). want is how many candidates
-// are wanted (0: all). When a group
-// has a selective constraint (a trait, an aggregate, in_tree), the roots
-// can be derived from the providers meeting it through the indexes; that
-// is done when it is cheaper than trying roots in order until enough
-// candidates are found.
+// are wanted (0: all). When a group has a selective constraint (a trait,
+// an aggregate, in_tree), the roots can be derived from the providers
+// meeting it through the indexes; that is done when it is cheaper than
+// trying roots in order until enough candidates are found.
 func (s *search) anchorSource(groups []*group, want int) func() *state.Provider {
 	if seeds, ok := s.seedAnchors(groups, want); ok {
 		i := 0
@@ -466,7 +465,7 @@ type layout struct {
 	// constraint, and the classes more than one level asks for.
 	isolated []int
 	subtrees [][]int
-	shared   []classDemand
+	demands  []classDemand
 }
 
 type level struct {

@@ -84,16 +84,6 @@ func writeError(w http.ResponseWriter, r *http.Request, status int, detail, code
 	renderError(w, r, status, detail, code, formatPlacementJSON)
 }
 
-// writeErrorVersion is writeError for a response whose microversion is v
-// rather than the request's.
-func writeErrorVersion(w http.ResponseWriter, r *http.Request, status int, detail, code string, v Version) {
-	info := infoOf(r)
-	saved := info.version
-	info.version = &v
-	renderError(w, r, status, detail, code, formatPlacementJSON)
-	info.version = saved
-}
-
 // writeRaisedError answers with an error that upstream raises out of its
 // handlers instead of returning it (unknown route, missing content type,
 // policy refusal): the microversion middleware then adds its version header

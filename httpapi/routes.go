@@ -26,8 +26,3 @@ func (s *Server) routes() []route {
 		{"/reshaper", []methodHandler{m("POST", s.reshape)}},
 	}
 }
-
-// notImplemented answers for handlers not written yet.
-func notImplemented(w http.ResponseWriter, r *http.Request) {
-	writeError(w, r, http.StatusNotImplemented, "not implemented yet", "")
-}

@@ -288,16 +288,6 @@ func (nw *network) partition(sides ...[]string) {
 	nw.setCut(cut)
 }
 
-// cutLinks cuts the given links in both directions.
-func (nw *network) cutLinks(links ...[2]string) {
-	cut := map[[2]string]bool{}
-	for _, l := range links {
-		cut[l] = true
-		cut[[2]string{l[1], l[0]}] = true
-	}
-	nw.setCut(cut)
-}
-
 func (nw *network) heal() { nw.setCut(map[[2]string]bool{}) }
 
 func (nw *network) close() {

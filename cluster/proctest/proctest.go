@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -287,33 +286,4 @@ func summarize(st cluster.ClusterStatus) string {
 		parts = append(parts, s)
 	}
 	return fmt.Sprintf("leader %s term %d: %s", st.Leader, st.Term, strings.Join(parts, ", "))
-}
-
-// WaitConverged waits until every node reports the same state digest at
-// the same state index, and returns them as digest@index.
-func WaitConverged(ctx context.Context, nodes []*Node) (string, error) {
-	var seen map[string]string
-	for {
-		seen = map[string]string{}
-		keys := map[string]bool{}
-		for _, n := range nodes {
-			key := "unreachable"
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			st, err := n.Client().Self(cctx)
-			cancel()
-			if err == nil {
-				key = st.Digest + "@" + strconv.FormatUint(st.StateIndex, 10)
-			}
-			seen[n.ID] = key
-			keys[key] = true
-		}
-		if len(keys) == 1 && !keys["unreachable"] {
-			return seen[nodes[0].ID], nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("nodes did not converge: %v", seen)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

@@ -53,29 +53,44 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
+	os.Exit(command(os.Args[1:]))
+}
+
+// command runs one placementd command and returns the exit status.
+func command(args []string) int {
 	var err error
-	switch os.Args[1] {
+	switch args[0] {
 	case "serve":
-		err = serve(os.Args[2:])
+		err = serve(args[1:])
 	case "cluster":
-		err = clusterCommand(os.Args[2:])
+		err = clusterCommand(args[1:])
 	case "snapshot":
-		err = snapshotCommand(os.Args[2:])
+		err = snapshotCommand(args[1:])
 	case "export":
-		err = exportCommand(os.Args[2:])
+		err = exportCommand(args[1:])
 	case "import":
-		err = importCommand(os.Args[2:])
+		err = importCommand(args[1:])
 	case "version", "--version":
 		printVersion(os.Stdout)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		usage()
 	default:
-		fmt.Fprintf(os.Stderr, "placementd: unknown command %q\n\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "placementd: unknown command %q\n\n", args[0])
 		usage()
-		os.Exit(2)
+		return 2
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "placementd:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }

@@ -65,9 +65,20 @@ func parseCommand(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+const clusterUsage = `Usage:
+  placementd cluster status [flags]        members, leader, term, indexes, health, digests
+  placementd cluster remove NODE [flags]   remove a (dead) member
+
+Run 'placementd cluster COMMAND --help' for the flags (--addr, --cluster-secret, ...).
+`
+
 func clusterCommand(args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: placementd cluster status|remove NODE [--addr ADDR] [--cluster-secret S]")
+	}
+	if isHelp(args[0]) {
+		fmt.Print(clusterUsage)
+		return nil
 	}
 	fs := flag.NewFlagSet("placementd cluster "+args[0], flag.ContinueOnError)
 	var o operatorFlags
@@ -140,9 +151,21 @@ func printStatus(w io.Writer, st cluster.ClusterStatus) {
 	tw.Flush()
 }
 
+const snapshotUsage = `Usage:
+  placementd snapshot save FILE [flags]                 back up a live cluster (consistent snapshot)
+  placementd snapshot restore FILE --data-dir DIR       seed the first node of a new cluster from a backup
+  placementd snapshot inspect FILE                      check a backup and print its state digest
+
+Run 'placementd snapshot COMMAND --help' for the flags.
+`
+
 func snapshotCommand(args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: placementd snapshot save FILE | restore FILE --data-dir DIR | inspect FILE")
+	}
+	if isHelp(args[0]) {
+		fmt.Print(snapshotUsage)
+		return nil
 	}
 	fs := flag.NewFlagSet("placementd snapshot "+args[0], flag.ContinueOnError)
 	var o operatorFlags

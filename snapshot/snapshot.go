@@ -65,12 +65,18 @@ func Read(r io.Reader) (*state.Image, error) {
 	return img, nil
 }
 
-// Digest is the SHA-256 of the image's canonical JSON, in hex. Replicas
-// holding the same state report the same digest.
+// Digest is the SHA-256 of the image's canonical JSON without its Raft
+// log index, in hex: the digest of the placement state alone. Replicas
+// holding the same state report the same digest, and every command that
+// shows one (cluster status, snapshot inspect, import, export's check)
+// shows this one; where the index matters it is shown beside it
+// (digest@index).
 func Digest(img *state.Image) string {
 	h := sha256.New()
+	content := *img
+	content.LastIndex = 0
 	// Encoding a plain struct with sorted slices is deterministic.
-	if err := encodeImage(h, img); err != nil {
+	if err := encodeImage(h, &content); err != nil {
 		panic(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))

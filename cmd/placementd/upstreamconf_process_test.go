@@ -232,7 +232,7 @@ connection = mysql+pymysql://placement:secret@db/placement
 	if got := a.header.Get("Access-Control-Allow-Origin"); got != "http://dashboard.example" {
 		t.Errorf("CORS preflight: %d, Access-Control-Allow-Origin %q", a.status, got)
 	}
-	if strings.Contains(n.LogTail(1 << 20), "secret@db") {
+	if strings.Contains(n.LogTail(1<<20), "secret@db") {
 		t.Error("the database URL was logged")
 	}
 }

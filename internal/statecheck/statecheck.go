@@ -16,9 +16,7 @@ import (
 // Digest hashes the state, leaving out the index of the last command
 // applied.
 func Digest(s *state.Store) string {
-	img := s.Image()
-	img.LastIndex = 0
-	return snapshot.Digest(img)
+	return snapshot.Digest(s.Image())
 }
 
 // Consistent reports how s differs from the store Load rebuilds from its

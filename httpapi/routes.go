@@ -26,3 +26,23 @@ func (s *Server) routes() []route {
 		{"/reshaper", []methodHandler{m("POST", s.reshape)}},
 	}
 }
+
+// Routes lists every route's path template (as metrics label requests)
+// with its methods, in declaration order.
+func Routes() []RouteMethods {
+	var out []RouteMethods
+	for _, r := range (&Server{}).routes() {
+		rm := RouteMethods{Path: r.path}
+		for _, m := range r.methods {
+			rm.Methods = append(rm.Methods, m.method)
+		}
+		out = append(out, rm)
+	}
+	return out
+}
+
+// RouteMethods is a route's path template and methods.
+type RouteMethods struct {
+	Path    string
+	Methods []string
+}

@@ -112,6 +112,50 @@ func New() *Metrics {
 	return m
 }
 
+// Route is an API route's path template and methods, as RequestDone
+// labels them (httpapi.Routes lists them).
+type Route struct {
+	Path    string
+	Methods []string
+}
+
+// abortReasons are the reasons RequestAborted is given.
+var abortReasons = []string{"timeout", "client_gone", "too_large"}
+
+// proposalOutcomes are the outcomes Proposed counts.
+var proposalOutcomes = []string{"applied", "rejected", "not_leader", "unknown_outcome", "error"}
+
+// Preset creates at zero the labelled series that alerts and dashboards
+// watch, for every route and command kind, so that they exist from start
+// (an absent series makes rate() and increase() empty, and misses the
+// first event): requests per route and method answered 500 and 503 (the
+// other statuses appear as they are answered: their set is open),
+// durations and aborted requests per route, and per command kind the
+// applies that succeeded, the proposals by outcome and their durations.
+func (m *Metrics) Preset(routes []Route, kinds []string) {
+	if m == nil {
+		return
+	}
+	for _, r := range append(routes, Route{Path: "unmatched"}) {
+		for _, method := range r.Methods {
+			for _, status := range []string{"500", "503"} {
+				m.httpRequests.WithLabelValues(r.Path, method, status)
+			}
+			m.httpDuration.WithLabelValues(r.Path, method)
+		}
+		for _, reason := range abortReasons {
+			m.httpAborted.WithLabelValues(r.Path, reason)
+		}
+	}
+	for _, kind := range kinds {
+		m.fsmApplied.WithLabelValues(kind, "ok", "")
+		for _, outcome := range proposalOutcomes {
+			m.proposals.WithLabelValues(kind, outcome)
+		}
+		m.proposalDuration.WithLabelValues(kind)
+	}
+}
+
 // Handler serves the registry in the Prometheus exposition formats.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})

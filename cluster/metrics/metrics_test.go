@@ -19,6 +19,7 @@ import (
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
 )
 
@@ -34,6 +35,11 @@ func startNode(t *testing.T) *node {
 	t.Helper()
 	dir := t.TempDir()
 	m := metrics.New()
+	var routes []metrics.Route
+	for _, r := range httpapi.Routes() {
+		routes = append(routes, metrics.Route{Path: r.Path, Methods: r.Methods})
+	}
+	m.Preset(routes, state.CommandKinds())
 	machine := fsm.New()
 	machine.OnApply = m.Applied
 	m.WatchState(machine)
@@ -136,6 +142,30 @@ func errorCode(body map[string]any) string {
 // expected amounts: requests by route template and status, generation
 // conflicts and capacity rejections by their Placement error code,
 // proposals, candidates, state sizes, snapshots.
+// The series alerts and dashboards watch exist at zero before anything
+// happened: rate() and increase() over them work from the first event.
+func TestLabelledSeriesExistFromStart(t *testing.T) {
+	got := startNode(t).scrape(t)
+	for _, series := range []string{
+		`placementd_http_requests_total{method="PUT",route="/allocations/{consumer_uuid}",status="503"}`,
+		`placementd_http_requests_total{method="GET",route="/allocation_candidates",status="500"}`,
+		`placementd_http_request_duration_seconds_count{method="POST",route="/reshaper"}`,
+		`placementd_http_requests_aborted_total{reason="timeout",route="/allocation_candidates"}`,
+		`placementd_raft_proposals_total{kind="allocations.set",outcome="unknown_outcome"}`,
+		`placementd_raft_apply_duration_seconds_count{kind="provider.create"}`,
+		`placementd_raft_snapshot_duration_seconds_count{phase="persist"}`,
+	} {
+		if v, ok := got[series]; !ok || v != 0 {
+			t.Errorf("%s: %v (present %v), want 0 from start", series, v, ok)
+		}
+	}
+	for _, kind := range state.CommandKinds() {
+		if _, ok := got[`placementd_fsm_commands_applied_total{code="",kind="`+kind+`",result="ok"}`]; !ok {
+			t.Errorf("no applied series for %s from start", kind)
+		}
+	}
+}
+
 func TestMetricsAfterWorkload(t *testing.T) {
 	n := startNode(t)
 	before := n.scrape(t)

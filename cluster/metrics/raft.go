@@ -246,6 +246,9 @@ func (m *Metrics) RaftBridge() error {
 			Buckets: latencyBuckets,
 		}),
 	}
+	for _, phase := range []string{"capture", "persist"} {
+		b.snapshot.WithLabelValues(phase) // at zero from start (see Preset)
+	}
 	if err := registerAll(m.Registry, b.snapshots, b.snapshot, b.restore, b.commit, b.fsmApply); err != nil {
 		return err
 	}

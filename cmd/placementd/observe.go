@@ -10,6 +10,8 @@ import (
 	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/cluster/raftlog"
 	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/httpapi"
 )
 
 // newMetrics builds the node's metrics and hooks them to its state
@@ -17,6 +19,11 @@ import (
 // start is measured too.
 func newMetrics(machine *fsm.FSM, log *slog.Logger) *metrics.Metrics {
 	m := metrics.New()
+	var routes []metrics.Route
+	for _, r := range httpapi.Routes() {
+		routes = append(routes, metrics.Route{Path: r.Path, Methods: r.Methods})
+	}
+	m.Preset(routes, state.CommandKinds())
 	machine.OnApply = m.Applied
 	m.WatchState(machine)
 	if err := m.RaftBridge(); err != nil {

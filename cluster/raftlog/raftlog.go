@@ -65,8 +65,10 @@ func (a *adapter) Log(l hclog.Level, msg string, args ...any) {
 	}
 }
 
-// values renders hclog's formatting wrappers (hclog.Fmt and the like) as
-// hclog would; slog would print them as raw slices or numbers.
+// values renders hclog's formatting wrappers (hclog.Fmt and the like),
+// fmt.Stringers and errors as hclog would; slog would print the wrappers
+// as raw slices or numbers, and a struct without exported fields (raft
+// logs its *Raft, a Stringer) as {} in JSON.
 func values(args []any) []any {
 	out := args
 	for i, v := range args {
@@ -84,6 +86,10 @@ func values(args []any) []any {
 			s = fmt.Sprintf("0%o", int(v))
 		case hclog.Binary:
 			s = fmt.Sprintf("0b%b", int(v))
+		case error:
+			s = v.Error()
+		case fmt.Stringer:
+			s = v.String()
 		default:
 			continue
 		}

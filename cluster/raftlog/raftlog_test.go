@@ -2,6 +2,7 @@ package raftlog
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -69,5 +70,23 @@ func TestSetLevel(t *testing.T) {
 	}
 	if l.GetLevel() != hclog.Warn || child.GetLevel() != hclog.Warn {
 		t.Fatal("level not shared")
+	}
+}
+
+// nodeName stands for raft's *Raft, which raft logs as a value: a Stringer
+// with no exported fields.
+type nodeName struct{ name string }
+
+func (n *nodeName) String() string { return "Node at " + n.name + " [Follower]" }
+
+// Stringers and errors are written as their text, as hclog writes them:
+// JSON would otherwise show an empty object.
+func TestStringersAndErrorsAsText(t *testing.T) {
+	var buf bytes.Buffer
+	l := New(slog.New(slog.NewJSONHandler(&buf, nil)), "raft", hclog.Trace)
+	l.Info("entering follower state", "follower", &nodeName{"n1"}, "error", errors.New("boom"))
+	recs := jsonLines(t, &buf)
+	if r := recs[0]; r["follower"] != "Node at n1 [Follower]" || r["error"] != "boom" {
+		t.Fatalf("record: %v", r)
 	}
 }

@@ -145,6 +145,26 @@ func TestFollowersServeTheWholeAPI(t *testing.T) {
 		}
 	}
 
+	// The forwarded request can be followed by its request id: the
+	// follower logs it under the id the leader gave it and answered with.
+	r = do(t, f[0], "PUT", "/traits/CUSTOM_FOLLOW_ME", nil)
+	rid := r.header.Get("X-Openstack-Request-Id")
+	if r.status != 201 || rid == "" {
+		t.Fatalf("PUT via follower: %d, request id %q", r.status, rid)
+	}
+	for _, want := range []struct {
+		n   *testNode
+		msg string
+	}{{f[0], `"msg":"forwarded"`}, {leader, `"msg":"request"`}} {
+		found := false
+		for _, line := range strings.Split(want.n.logs.String(), "\n") {
+			found = found || strings.Contains(line, want.msg) && strings.Contains(line, `"request_id":"`+rid+`"`)
+		}
+		if !found {
+			t.Errorf("%s logged no %s line with request id %s", want.n.id, want.msg, rid)
+		}
+	}
+
 	// A stale read is answered by the node itself.
 	r = do(t, f[1], "GET", "/resource_classes/CUSTOM_GOLD", nil, cluster.StaleReadHeader, "true")
 	if r.status != 200 || r.header.Get(cluster.ServedByHeader) != f[1].id {

@@ -118,6 +118,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // A write sent to a leader that died before answering has an unknown
 // outcome: 503 with Retry-After.
 func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Handler) {
+	start := time.Now()
 	hops, _ := strconv.Atoi(r.Header.Get(hopsHeader))
 	var body []byte
 	bodyRead := false
@@ -158,6 +159,7 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 				err = errNotApplied
 			}
 			if err == nil {
+				h.logForwarded(r, id, resp, start)
 				relay(w, resp)
 				return
 			}
@@ -182,6 +184,23 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 		}
 	}
 }
+
+// logForwarded logs a request this node forwarded, under the request id
+// the leader gave it (the X-Openstack-Request-Id of its answer, which the
+// leader's own request log shows): a request can be followed across nodes.
+func (h *Handler) logForwarded(r *http.Request, leader string, resp *http.Response, start time.Time) {
+	uri := r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		uri += "?" + r.URL.RawQuery
+	}
+	h.opts.Logger.Info("forwarded", "remote", r.RemoteAddr, "method", r.Method, "uri", uri, "leader", leader,
+		"status", resp.StatusCode, "request_id", resp.Header.Get(requestIDHeader),
+		"duration_ms", float64(time.Since(start).Microseconds())/1000)
+}
+
+// requestIDHeader carries the request id the API gives every request
+// (oslo.middleware's header).
+const requestIDHeader = "X-Openstack-Request-Id"
 
 func (h *Handler) send(r *http.Request, addr string, body []byte, hops int) (*http.Response, error) {
 	u := *r.URL

@@ -45,6 +45,25 @@ type testNode struct {
 	srv   *httptest.Server
 	addr  string // host:port of the API
 	down  bool
+	logs  *logBuffer // what the API and the cluster front logged (JSON lines)
+}
+
+// logBuffer collects a node's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newTestCluster(t *testing.T) *testCluster {
@@ -100,14 +119,15 @@ func (c *testCluster) startWith(id string, trans *raft.InmemTransport, cfg clust
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	api := httpapi.New(node, httpapi.Config{Logger: quiet})
+	logs := &logBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	api := httpapi.New(node, httpapi.Config{Logger: logger})
 	srv := httptest.NewUnstartedServer(node.Handler(api, cluster.HandlerOptions{Secret: secret, LeaderWait: 5 * time.Second,
-		MaxApplyLag: c.maxApplyLag, Logger: quiet}))
+		MaxApplyLag: c.maxApplyLag, Logger: logger}))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
-	n := &testNode{id: id, node: node, trans: trans, srv: srv, addr: ln.Addr().String()}
+	n := &testNode{id: id, node: node, trans: trans, srv: srv, addr: ln.Addr().String(), logs: logs}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range c.nodes {

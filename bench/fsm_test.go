@@ -223,7 +223,7 @@ func BenchmarkApply(b *testing.B) {
 	f := stateFleet(b, providers, consumers)
 	var index uint64 // the Raft log index, increasing across all cases
 	node := func(n int) string { return nodeUUID(n % providers) }
-	gen := func(s *state.Store, u string) int64 { return s.Providers[u].Generation }
+	gen := func(s *state.Store, u string) int64 { return s.Providers.Get(u).Generation }
 
 	cases := []applyCase{{
 		// The scheduler's claim: PUT /allocations/{c} for a new consumer.
@@ -237,7 +237,7 @@ func BenchmarkApply(b *testing.B) {
 		// with the same on another node, at its current generation.
 		name: "allocations.set-move",
 		cmd: func(s *state.Store, n int) state.Command {
-			con := s.Consumers[instanceUUID(n%consumers)]
+			con := s.Consumers.Get(instanceUUID(n % consumers))
 			ca := movedTo(con, otherNode(con, node(n), node(n+1)))
 			return putAllocations(ca)
 		},
@@ -248,7 +248,7 @@ func BenchmarkApply(b *testing.B) {
 		// the confirmation dropping the migration's allocations.
 		name: "allocations.set-post2",
 		cmd: func(s *state.Store, n int) state.Command {
-			con := s.Consumers[instanceUUID(n%consumers)]
+			con := s.Consumers.Get(instanceUUID(n % consumers))
 			src := con.Allocations[0].ProviderUUID
 			mig := newConsumer(migrationUUID(n), n, "MIGRATION", instance(src))
 			mig.ProjectID, mig.UserID = con.ProjectID, con.UserID
@@ -289,7 +289,7 @@ func BenchmarkApply(b *testing.B) {
 		cmd: func(s *state.Store, n int) state.Command {
 			u := node(n)
 			traits := nodeTraits
-			if !s.Providers[u].Traits[benchTrait] {
+			if !s.Providers.Get(u).Traits[benchTrait] {
 				traits = append(traits[:len(traits):len(traits)], benchTrait)
 			}
 			return &state.SetProviderTraits{Provider: u, Generation: gen(s, u), Traits: traits}
@@ -301,7 +301,7 @@ func BenchmarkApply(b *testing.B) {
 		cmd: func(s *state.Store, n int) state.Command {
 			u := node(n)
 			aggs := []string{aggUUID(n % providers % aggCount)}
-			if !s.Providers[u].Aggregates[aggUUID(aggCount)] {
+			if !s.Providers.Get(u).Aggregates[aggUUID(aggCount)] {
 				aggs = append(aggs, aggUUID(aggCount))
 			}
 			g := gen(s, u)

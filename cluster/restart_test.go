@@ -61,7 +61,9 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	var found bool
-	n.FSM.Read(func(s *state.Store) { found = s.Traits["CUSTOM_AFTER_SNAPSHOT"] != nil && s.Classes["CUSTOM_B"] != nil })
+	n.FSM.Read(func(s *state.Store) {
+		found = s.Traits.Get("CUSTOM_AFTER_SNAPSHOT") != nil && s.Classes.Get("CUSTOM_B") != nil
+	})
 	if got, _ := n.FSM.Digest(); got != want || !found {
 		t.Fatal("state after restart from snapshot and log differs")
 	}
@@ -83,7 +85,7 @@ func TestApplyRejectionIsTypedAndChangesNothing(t *testing.T) {
 	}
 	var count int
 	n.FSM.Read(func(s *state.Store) {
-		for _, rc := range s.Classes {
+		for rc := range s.Classes.Values() {
 			if !rc.Standard() {
 				count++
 			}

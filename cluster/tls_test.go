@@ -156,13 +156,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func hasClass(n *cluster.Node, name string) bool {
 	var ok bool
-	n.FSM.Read(func(s *state.Store) { ok = s.Classes[name] != nil })
+	n.FSM.Read(func(s *state.Store) { ok = s.Classes.Get(name) != nil })
 	return ok
 }
 
 func hasTrait(n *cluster.Node, name string) bool {
 	var ok bool
-	n.FSM.Read(func(s *state.Store) { ok = s.Traits[name] != nil })
+	n.FSM.Read(func(s *state.Store) { ok = s.Traits.Get(name) != nil })
 	return ok
 }
 

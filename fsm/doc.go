@@ -10,7 +10,11 @@
 // consecutive entries, with one Result each. An entry that cannot be
 // decoded stops the node (panic) rather than let replicas diverge.
 //
-// Readers call Read, which holds a read lock over the state for the
-// duration of the callback; Apply holds the write lock while one entry's
-// commands mutate the state.
+// The FSM holds the current version of the state (a state.Store that never
+// changes once published). Apply builds the next version from it, all the
+// entry's commands at once, and swaps it in with an atomic pointer store.
+// Readers (Read, Version) take a version without any lock and may keep it
+// as long as they need: a long read holds up no write, and sees one
+// consistent state throughout. Snapshot only takes the current version;
+// Persist serialises it while later entries are applied.
 package fsm

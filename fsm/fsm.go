@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -19,20 +20,33 @@ type Result struct {
 	Err   error
 }
 
-// FSM applies placement commands to the state.
+// FSM applies placement commands to the state. It holds the current
+// version of the state (a *state.Store that never changes once published):
+// Apply builds the next version from it and swaps it in atomically, so
+// readers take a version without any lock and keep it as long as they
+// need, while writes go on.
 type FSM struct {
-	mu    sync.RWMutex
-	store *state.Store
+	// writeMu serialises the writers (Apply, ApplyCommand, Restore); Raft
+	// calls them from one goroutine, tools and tests from any. Readers
+	// never take it.
+	writeMu sync.Mutex
+	current atomic.Pointer[state.Store]
 	// OnApply, when set, is called after each command with its kind and
 	// error (nil on success); used for metrics. It must not block.
 	OnApply func(kind string, err error)
 }
 
 // New returns an FSM over an empty state.
-func New() *FSM { return &FSM{store: state.New()} }
+func New() *FSM {
+	f := &FSM{}
+	f.current.Store(state.New())
+	return f
+}
 
 // Apply implements raft.FSM. A single-command entry returns its Result; a
-// batch entry returns a []Result, one per command in order.
+// batch entry returns a []Result, one per command in order. The entry's
+// commands are applied to one new version, published once they all are:
+// a reader sees the state before the entry or after it, never within.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -43,12 +57,14 @@ func (f *FSM) Apply(l *raft.Log) any {
 		panic(fmt.Sprintf("fsm: cannot decode log entry %d: %v", l.Index, err))
 	}
 	results := make([]Result, len(entries))
-	f.mu.Lock()
+	f.writeMu.Lock()
+	next := f.current.Load().Edit()
 	for i, e := range entries {
-		results[i].Value, results[i].Err = e.Cmd.Apply(f.store, state.Meta{Index: l.Index, Time: e.Time})
+		results[i].Value, results[i].Err = next.Apply(e.Cmd, state.Meta{Index: l.Index, Time: e.Time})
 	}
-	f.store.LastIndex = l.Index
-	f.mu.Unlock()
+	next.LastIndex = l.Index
+	f.current.Store(next)
+	f.writeMu.Unlock()
 	if f.OnApply != nil {
 		for i, e := range entries {
 			f.OnApply(e.Cmd.Kind(), results[i].Err)
@@ -72,29 +88,33 @@ func Results(resp any) []Result {
 	return nil
 }
 
-// ApplyCommand applies a command directly, outside Raft. Tests and tools
-// that build state without a cluster use it.
+// ApplyCommand applies a command directly, outside Raft, as a version of
+// its own. Tests and tools that build state without a cluster use it.
 func (f *FSM) ApplyCommand(cmd state.Command, m state.Meta) (any, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return cmd.Apply(f.store, m)
+	f.writeMu.Lock()
+	defer f.writeMu.Unlock()
+	next := f.current.Load().Edit()
+	v, err := next.Apply(cmd, m)
+	if err == nil {
+		f.current.Store(next)
+	}
+	return v, err
 }
 
-// Read runs fn with the state under a read lock. fn must not keep
-// references to the state after it returns.
-func (f *FSM) Read(fn func(s *state.Store)) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	fn(f.store)
-}
+// Version returns the current version of the state. It never changes: the
+// caller may keep it, read it from any goroutine and for as long as it
+// likes, without holding up writes.
+func (f *FSM) Version() *state.Store { return f.current.Load() }
 
-// Snapshot implements raft.FSM. The image is taken under the read lock; it
-// shares no mutable data with the store.
+// Read runs fn over the current version. It takes no lock: fn may run as
+// long as it needs without holding up writes or other reads, and sees one
+// consistent version throughout.
+func (f *FSM) Read(fn func(s *state.Store)) { fn(f.Version()) }
+
+// Snapshot implements raft.FSM. It only takes the current version (O(1));
+// Persist serialises it while later entries are applied.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	f.mu.RLock()
-	img := f.store.Image()
-	f.mu.RUnlock()
-	return &fsmSnapshot{img: img}, nil
+	return &fsmSnapshot{version: f.Version()}, nil
 }
 
 // Restore implements raft.FSM: it builds a new store from the snapshot and
@@ -109,9 +129,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
-	f.store = store
-	f.mu.Unlock()
+	f.writeMu.Lock()
+	f.current.Store(store)
+	f.writeMu.Unlock()
 	// The decoded snapshot and the store it replaced are garbage as large
 	// as the state. Collect them and return the memory now: otherwise the
 	// heap's next goal is set from the restore's peak (twice the state
@@ -123,16 +143,14 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // Digest is a hash of the whole state, equal on replicas that hold the
 // same state.
 func (f *FSM) Digest() (string, uint64) {
-	f.mu.RLock()
-	img := f.store.Image()
-	f.mu.RUnlock()
+	img := f.Version().Image()
 	return snapshot.Digest(img), img.LastIndex
 }
 
-type fsmSnapshot struct{ img *state.Image }
+type fsmSnapshot struct{ version *state.Store }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := snapshot.Write(sink, s.img); err != nil {
+	if err := snapshot.Write(sink, s.version.Image()); err != nil {
 		sink.Cancel()
 		return err
 	}

@@ -123,11 +123,11 @@ func TestApplyBatch(t *testing.T) {
 		t.Fatalf("OnApply saw %v", kinds)
 	}
 	f.Read(func(s *state.Store) {
-		if s.LastIndex != 7 || s.Traits["CUSTOM_X"] != nil || s.Traits["HW_CPU_X86_AVX"] == nil || s.Traits["CUSTOM_Y"] == nil {
-			t.Fatalf("state after the batch: index %d, traits X %v Y %v", s.LastIndex, s.Traits["CUSTOM_X"], s.Traits["CUSTOM_Y"])
+		if s.LastIndex != 7 || s.Traits.Get("CUSTOM_X") != nil || s.Traits.Get("HW_CPU_X86_AVX") == nil || s.Traits.Get("CUSTOM_Y") == nil {
+			t.Fatalf("state after the batch: index %d, traits X %v Y %v", s.LastIndex, s.Traits.Get("CUSTOM_X"), s.Traits.Get("CUSTOM_Y"))
 		}
-		if !s.Traits["CUSTOM_Y"].Created.Equal(t0.Add(3 * time.Second)) {
-			t.Fatalf("CUSTOM_Y created at %v, not its proposer's time", s.Traits["CUSTOM_Y"].Created)
+		if !s.Traits.Get("CUSTOM_Y").Created.Equal(t0.Add(3 * time.Second)) {
+			t.Fatalf("CUSTOM_Y created at %v, not its proposer's time", s.Traits.Get("CUSTOM_Y").Created)
 		}
 	})
 	// The same commands as separate entries, the last at the same index,
@@ -153,11 +153,11 @@ func TestApplyReturnsResultAndRejection(t *testing.T) {
 		t.Fatalf("deleting a standard trait: %+v", res)
 	}
 	f.Read(func(s *state.Store) {
-		if s.LastIndex != 2 || s.Traits["CUSTOM_X"] == nil || s.Traits["HW_CPU_X86_AVX"] == nil {
+		if s.LastIndex != 2 || s.Traits.Get("CUSTOM_X") == nil || s.Traits.Get("HW_CPU_X86_AVX") == nil {
 			t.Fatalf("state after apply: index %d", s.LastIndex)
 		}
-		if !s.Traits["CUSTOM_X"].Created.Equal(t0.Add(time.Second)) {
-			t.Fatalf("trait time %v is not the proposer's", s.Traits["CUSTOM_X"].Created)
+		if !s.Traits.Get("CUSTOM_X").Created.Equal(t0.Add(time.Second)) {
+			t.Fatalf("trait time %v is not the proposer's", s.Traits.Get("CUSTOM_X").Created)
 		}
 	})
 }

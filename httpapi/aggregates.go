@@ -56,7 +56,7 @@ func (s *Server) getAggregates(w http.ResponseWriter, r *http.Request) {
 	var generation int64
 	aggs := []string{}
 	if !s.read(w, r, func(st *state.Store) {
-		if p := st.Providers[uuid]; p != nil {
+		if p := st.Providers.Get(uuid); p != nil {
 			found, generation = true, p.Generation
 			aggs = append(aggs, state.SortedKeys(p.Aggregates)...)
 		}

@@ -413,7 +413,7 @@ func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 			return
 		}
 		for _, a := range c.Allocations {
-			generations[a.ProviderUUID] = st.Providers[a.ProviderUUID].Generation
+			generations[a.ProviderUUID] = st.Providers.Get(a.ProviderUUID).Generation
 		}
 	}) {
 		return
@@ -464,7 +464,7 @@ func (s *Server) listProviderAllocations(w http.ResponseWriter, r *http.Request)
 	var generation int64
 	var allocs []state.ProviderAllocation
 	if !s.read(w, r, func(st *state.Store) {
-		p := st.Providers[uuid]
+		p := st.Providers.Get(uuid)
 		if p == nil {
 			return
 		}

@@ -454,11 +454,11 @@ func TestFuzzFixtureConsistent(t *testing.T) {
 	}
 	var s *state.Store
 	a.backend.fsm.Read(func(st *state.Store) { s = st })
-	if len(s.Providers) != 4 || len(s.Consumers) != 2 {
-		t.Fatalf("fixture has %d providers and %d consumers", len(s.Providers), len(s.Consumers))
+	if s.Providers.Len() != 4 || s.Consumers.Len() != 2 {
+		t.Fatalf("fixture has %d providers and %d consumers", s.Providers.Len(), s.Consumers.Len())
 	}
 	// Break an index on purpose: the consistency check must notice.
-	a.backend.fsm.Read(func(st *state.Store) { st.Providers[fuzzRoot].Usages["VCPU"]++ })
+	a.backend.fsm.Read(func(st *state.Store) { st.Providers.Get(fuzzRoot).Usages["VCPU"]++ })
 	if _, err := a.digest(); err == nil {
 		t.Fatal("a drifted usage index went unnoticed")
 	}

@@ -326,7 +326,7 @@ func (s *Server) getInventories(w http.ResponseWriter, r *http.Request) {
 	var generation int64
 	var invs []state.InventoryResult
 	if !s.read(w, r, func(st *state.Store) {
-		if p := st.Providers[uuid]; p != nil {
+		if p := st.Providers.Get(uuid); p != nil {
 			found, generation, invs = true, p.Generation, p.ProviderInventories()
 		}
 	}) {
@@ -348,7 +348,7 @@ func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
 	var found bool
 	var inv *state.InventoryResult
 	if !s.read(w, r, func(st *state.Store) {
-		if p := st.Providers[uuid]; p != nil {
+		if p := st.Providers.Get(uuid); p != nil {
 			found = true
 			if i := p.Inventories[class]; i != nil {
 				inv = &state.InventoryResult{Class: class, Inventory: *i, Generation: p.Generation}

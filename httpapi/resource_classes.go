@@ -63,7 +63,7 @@ func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
 	var rc *state.ResourceClass
 	if !s.read(w, r, func(st *state.Store) {
-		if found, ok := st.Classes[name]; ok {
+		if found := st.Classes.Get(name); found != nil {
 			c := *found
 			rc = &c
 		}

@@ -168,7 +168,7 @@ func (s *Server) createResourceProvider(w http.ResponseWriter, r *http.Request) 
 // false (and nothing answered) when there is no such provider.
 func (s *Server) readProvider(w http.ResponseWriter, r *http.Request, uuid string) (p state.ProviderSummary, found, ok bool) {
 	ok = s.read(w, r, func(st *state.Store) {
-		if rp := st.Providers[uuid]; rp != nil {
+		if rp := st.Providers.Get(uuid); rp != nil {
 			p, found = rp.Summary(), true
 		}
 	})

@@ -130,7 +130,7 @@ func (s *Server) getTrait(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
 	var trait *state.Trait
 	if !s.read(w, r, func(st *state.Store) {
-		if t := st.Traits[name]; t != nil {
+		if t := st.Traits.Get(name); t != nil {
 			c := *t
 			trait = &c
 		}
@@ -196,7 +196,7 @@ func (s *Server) listProviderTraits(w http.ResponseWriter, r *http.Request) {
 	var found bool
 	var res state.ProviderTraitsResult
 	if !s.read(w, r, func(st *state.Store) {
-		if p := st.Providers[uuid]; p != nil {
+		if p := st.Providers.Get(uuid); p != nil {
 			found = true
 			res = state.ProviderTraitsResult{Generation: p.Generation, Traits: st.ProviderTraits(p)}
 		}

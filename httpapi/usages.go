@@ -47,7 +47,7 @@ func (s *Server) listProviderUsages(w http.ResponseWriter, r *http.Request) {
 	var generation int64
 	var usages map[string]int64
 	if !s.read(w, r, func(st *state.Store) {
-		if p := st.Providers[uuid]; p != nil {
+		if p := st.Providers.Get(uuid); p != nil {
 			found, generation, usages = true, p.Generation, p.ProviderUsage()
 		}
 	}) {

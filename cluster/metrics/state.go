@@ -24,9 +24,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	var providers, consumers, allocations, classes, traits, aggregates int
 	c.fsm.Read(func(s *state.Store) {
-		providers, consumers = len(s.Providers), len(s.Consumers)
-		classes, traits, aggregates = len(s.Classes), len(s.Traits), len(s.AggregateIndex)
-		for _, cons := range s.Consumers {
+		providers, consumers = s.Providers.Len(), s.Consumers.Len()
+		classes, traits, aggregates = s.Classes.Len(), s.Traits.Len(), s.AggregateIndex.Len()
+		for cons := range s.Consumers.Values() {
 			allocations += len(cons.Allocations)
 		}
 	})

@@ -27,7 +27,7 @@ func bruteForce(st *state.Store, req *candidates.Request) ([]candidates.Candidat
 		granular bool
 	}
 	all := []*state.Provider{}
-	for _, p := range st.Providers {
+	for p := range st.Providers.InOrder() {
 		all = append(all, p)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
@@ -118,7 +118,7 @@ func bruteForce(st *state.Store, req *candidates.Request) ([]candidates.Candidat
 		}
 		treeRoot := ""
 		if g.InTree != "" {
-			p := st.Providers[g.InTree]
+			p := st.Providers.Get(g.InTree)
 			if p == nil {
 				return nil, nil
 			}
@@ -169,11 +169,11 @@ func bruteForce(st *state.Store, req *candidates.Request) ([]candidates.Candidat
 						delete(tuples, t)
 						continue
 					}
-					if aggsOK != nil && !aggsOK[t.p] && !aggsOK[st.Providers[t.anchor]] {
+					if aggsOK != nil && !aggsOK[t.p] && !aggsOK[st.Providers.Get(t.anchor)] {
 						delete(tuples, t)
 						continue
 					}
-					if bad(t.p) || bad(st.Providers[t.anchor]) {
+					if bad(t.p) || bad(st.Providers.Get(t.anchor)) {
 						delete(tuples, t)
 					}
 				}
@@ -191,7 +191,7 @@ func bruteForce(st *state.Store, req *candidates.Request) ([]candidates.Candidat
 			}
 			classes := append([]state.ResourceAmount(nil), g.Resources...)
 			sort.SliceStable(classes, func(i, j int) bool {
-				return st.Classes[classes[i].Class].ID < st.Classes[classes[j].Class].ID
+				return st.Classes.Get(classes[i].Class).ID < st.Classes.Get(classes[j].Class).ID
 			})
 			for a, n := range anchorCount {
 				if n != len(g.Resources) {
@@ -284,7 +284,7 @@ func bruteForce(st *state.Store, req *candidates.Request) ([]candidates.Candidat
 			numGranular++
 		}
 	}
-	parentOf := func(p *state.Provider) *state.Provider { return st.Providers[p.ParentUUID] }
+	parentOf := func(p *state.Provider) *state.Provider { return st.Providers.Get(p.ParentUUID) }
 	ancestors := func(p *state.Provider) map[string]bool {
 		out := map[string]bool{}
 		for ; p != nil; p = parentOf(p) {
@@ -345,7 +345,7 @@ func bruteForce(st *state.Store, req *candidates.Request) ([]candidates.Candidat
 				if len(rps) > 1 {
 					var common map[string]bool
 					for u := range rps {
-						anc := ancestors(st.Providers[u])
+						anc := ancestors(st.Providers.Get(u))
 						if common == nil {
 							common = anc
 							continue
@@ -430,7 +430,7 @@ func bruteForce(st *state.Store, req *candidates.Request) ([]candidates.Candidat
 		roots := map[string]bool{}
 		for _, c := range out {
 			for _, a := range c.Allocations {
-				roots[root(st.Providers[a.Provider])] = true
+				roots[root(st.Providers.Get(a.Provider))] = true
 			}
 		}
 		for _, p := range all {
@@ -444,7 +444,7 @@ func bruteForce(st *state.Store, req *candidates.Request) ([]candidates.Candidat
 
 func uuidNames(st *state.Store) map[string]string {
 	m := map[string]string{}
-	for _, p := range st.Providers {
+	for p := range st.Providers.InOrder() {
 		m[p.UUID] = p.Name
 	}
 	return m

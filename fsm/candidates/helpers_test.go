@@ -10,14 +10,22 @@ import (
 	"github.com/placementd/placementd/fsm/state"
 )
 
-// builder fills a store directly (the tests here are about the search,
-// not the commands that normally build the state).
+// builder lays out a store directly (the tests here are about the search,
+// not the commands that normally build the state): it keeps the records
+// and assembles st, a version of them, after each change.
 type builder struct {
-	t  testing.TB
-	st *state.Store
+	t         testing.TB
+	st        *state.Store
+	providers []*state.Provider
+	classes   []*state.ResourceClass
+	traitList []*state.Trait
 }
 
 func newBuilder(t testing.TB) *builder { return &builder{t: t, st: state.New()} }
+
+func (b *builder) assemble() {
+	b.st = state.Assemble(b.classes, b.traitList, b.providers)
+}
 
 // provider adds a provider named name (its uuid is derived from the name)
 // under parent ("" for a root).
@@ -27,21 +35,16 @@ func (b *builder) provider(name, parent string) *state.Provider {
 		Inventories: map[string]*state.Inventory{}, Traits: map[string]bool{},
 		Aggregates: map[string]bool{}, Usages: map[string]int64{},
 	}
-	b.st.NextProviderID++
 	p.RootUUID = p.UUID
 	if parent != "" {
-		pp := b.st.Providers[uuidOf(parent)]
+		pp := b.st.Providers.Get(uuidOf(parent))
 		if pp == nil {
 			b.t.Fatalf("no parent %s", parent)
 		}
 		p.ParentUUID, p.RootUUID = pp.UUID, pp.RootUUID
-		if b.st.Children[pp.UUID] == nil {
-			b.st.Children[pp.UUID] = map[string]bool{}
-		}
-		b.st.Children[pp.UUID][p.UUID] = true
 	}
-	b.st.Providers[p.UUID] = p
-	b.st.ProviderByName[name] = p.UUID
+	b.providers = append(b.providers, p)
+	b.assemble()
 	return p
 }
 
@@ -55,12 +58,25 @@ func uuidOf(name string) string {
 	return fmt.Sprintf("%08x-0000-4000-8000-%012x", uint32(h>>32), h&0xffffffffffff)
 }
 
-func (b *builder) inv(name, class string, total int64, opts ...func(*state.Inventory)) {
-	p := b.st.Providers[uuidOf(name)]
-	if b.st.Classes[class] == nil {
-		b.st.Classes[class] = &state.ResourceClass{ID: b.st.NextClassID, Name: class}
-		b.st.NextClassID++
+// class makes a custom resource class known.
+func (b *builder) class(name string) {
+	if b.st.Classes.Get(name) == nil {
+		b.classes = append(b.classes, &state.ResourceClass{ID: b.st.NextClassID, Name: name})
+		b.assemble()
 	}
+}
+
+// trait makes a custom trait known.
+func (b *builder) trait(name string) {
+	if b.st.Traits.Get(name) == nil {
+		b.traitList = append(b.traitList, &state.Trait{Name: name})
+		b.assemble()
+	}
+}
+
+func (b *builder) inv(name, class string, total int64, opts ...func(*state.Inventory)) {
+	p := b.st.Providers.Get(uuidOf(name))
+	b.class(class)
 	inv := &state.Inventory{Total: total, MinUnit: 1, MaxUnit: total, StepSize: 1, AllocationRatio: 1}
 	for _, o := range opts {
 		o(inv)
@@ -69,7 +85,7 @@ func (b *builder) inv(name, class string, total int64, opts ...func(*state.Inven
 }
 
 func (b *builder) use(name, class string, used int64) {
-	p := b.st.Providers[uuidOf(name)]
+	p := b.st.Providers.Get(uuidOf(name))
 	if used == 0 {
 		delete(p.Usages, class)
 		return
@@ -78,34 +94,26 @@ func (b *builder) use(name, class string, used int64) {
 }
 
 func (b *builder) traits(name string, traits ...string) {
-	p := b.st.Providers[uuidOf(name)]
+	p := b.st.Providers.Get(uuidOf(name))
 	for _, t := range traits {
-		if b.st.Traits[t] == nil {
-			b.st.Traits[t] = &state.Trait{Name: t}
-		}
+		b.trait(t)
 		p.Traits[t] = true
-		if b.st.TraitIndex[t] == nil {
-			b.st.TraitIndex[t] = map[string]bool{}
-		}
-		b.st.TraitIndex[t][p.UUID] = true
 	}
+	b.assemble()
 }
 
 func (b *builder) aggs(name string, aggs ...string) {
-	p := b.st.Providers[uuidOf(name)]
+	p := b.st.Providers.Get(uuidOf(name))
 	for _, a := range aggs {
 		p.Aggregates[a] = true
-		if b.st.AggregateIndex[a] == nil {
-			b.st.AggregateIndex[a] = map[string]bool{}
-		}
-		b.st.AggregateIndex[a][p.UUID] = true
 	}
+	b.assemble()
 }
 
 // names maps uuids back to provider names for readable failures.
 func (b *builder) names() map[string]string {
 	m := map[string]string{}
-	for _, p := range b.st.Providers {
+	for p := range b.st.Providers.InOrder() {
 		m[p.UUID] = p.Name
 	}
 	return m

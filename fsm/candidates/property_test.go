@@ -23,10 +23,9 @@ var (
 func randomForest(t testing.TB, r *rand.Rand) (*builder, []string) {
 	b := newBuilder(t)
 	for _, tr := range propTraits {
-		b.st.Traits[tr] = &state.Trait{Name: tr}
+		b.trait(tr)
 	}
-	b.st.Classes["CUSTOM_GPU"] = &state.ResourceClass{ID: state.MinCustomClassID, Name: "CUSTOM_GPU"}
-	b.st.NextClassID++
+	b.class("CUSTOM_GPU")
 	var names []string
 	n := 0
 	var add func(parent string, depth int)
@@ -176,7 +175,7 @@ func describe(req *candidates.Request, names map[string]string) string {
 
 func dumpForest(st *state.Store) string {
 	var b strings.Builder
-	for _, p := range st.ProvidersInOrder() {
+	for p := range st.ProvidersInOrder() {
 		fmt.Fprintf(&b, "  %s parent=%s traits=%v aggs=%v", p.Name, p.ParentUUID, state.SortedKeys(p.Traits), state.SortedKeys(p.Aggregates))
 		for _, c := range state.SortedKeys(p.Inventories) {
 			inv := p.Inventories[c]

@@ -142,9 +142,8 @@ func TestSameSubtreePruned(t *testing.T) {
 func deviceForest(t testing.TB, r *rand.Rand) *builder {
 	b := newBuilder(t)
 	classes := []string{"CUSTOM_PCI", "SRIOV_NET_VF", "VCPU"}
-	b.st.Classes["CUSTOM_PCI"] = &state.ResourceClass{ID: state.MinCustomClassID, Name: "CUSTOM_PCI"}
-	b.st.NextClassID++
-	b.st.Traits["CUSTOM_NUMA"] = &state.Trait{Name: "CUSTOM_NUMA"}
+	b.class("CUSTOM_PCI")
+	b.trait("CUSTOM_NUMA")
 	device := func(name, parent string) {
 		b.provider(name, parent)
 		c := classes[r.IntN(len(classes))]
@@ -270,7 +269,7 @@ func TestPruningKeepsAnswers(t *testing.T) {
 				t.Fatalf("seed %d %+v limit %d: pruned\n%s\nwhole walk\n%s", seed, opt, lreq.Limit, g, w)
 			}
 		}
-		if len(req.Groups) <= 5 && len(b.st.Providers) <= 12 {
+		if len(req.Groups) <= 5 && b.st.Providers.Len() <= 12 {
 			checked++
 			wantC, wantS := bruteForce(b.st, req)
 			got := search(t, b.st, req, candidates.Options{})

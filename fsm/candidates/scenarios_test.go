@@ -98,7 +98,7 @@ func TestBreadthFirstAlternatesRoots(t *testing.T) {
 	roots := func(r *candidates.Result) []string {
 		var out []string
 		for _, c := range r.Candidates {
-			out = append(out, b.st.Providers[c.Allocations[0].Provider].RootUUID)
+			out = append(out, b.st.Providers.Get(c.Allocations[0].Provider).RootUUID)
 		}
 		return out
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -262,7 +263,7 @@ func (s *search) rootPasses(p *state.Provider) bool {
 }
 
 func (s *search) anyRootPasses() bool {
-	for _, p := range providersInOrder(s.st) {
+	for p := range providersInOrder(s.st) {
 		if !s.tick(1) {
 			return false
 		}
@@ -308,12 +309,9 @@ func (s *search) anchorSource(groups []*group, want int) func() *state.Provider 
 			return nil
 		}
 	}
-	all := providersInOrder(s.st)
-	i := 0
+	all := providerCursor(s.st)
 	return func() *state.Provider {
-		for i < len(all) && s.tick(1) {
-			p := all[i]
-			i++
+		for p := all.Next(); p != nil && s.tick(1); p = all.Next() {
 			if p.ParentUUID == "" && s.rootPasses(p) {
 				return p
 			}
@@ -922,9 +920,9 @@ func (lv *level) resourceful() bool { return len(lv.contrib) > 0 }
 func (s *search) anyCapacity(g *group, r state.ResourceAmount) bool {
 	ps := providersInOrder(s.st)
 	if g.inTreeRoot != "" {
-		ps = s.treeOf(providerByUUID(s.st, g.inTreeRoot))
+		ps = slices.Values(s.treeOf(providerByUUID(s.st, g.inTreeRoot)))
 	}
-	for _, p := range ps {
+	for p := range ps {
 		if !s.tick(1) {
 			return false
 		}

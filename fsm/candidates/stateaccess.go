@@ -8,28 +8,30 @@ import (
 
 // Every read this package makes of the state's maps and indexes goes
 // through the functions of this file, so that a change in how the store
-// holds them (plain maps today) is made here alone.
+// holds them (persistent maps, see state's pmap.go) is made here alone.
 
 // providerByUUID is the provider with that uuid, or nil.
-func providerByUUID(st *state.Store, uuid string) *state.Provider { return st.Providers[uuid] }
+func providerByUUID(st *state.Store, uuid string) *state.Provider { return st.Providers.Get(uuid) }
 
 // providerCount is the number of providers.
-func providerCount(st *state.Store) int { return len(st.Providers) }
+func providerCount(st *state.Store) int { return st.Providers.Len() }
 
-// providersInOrder lists every provider in ID order (a cached slice the
-// caller must not change).
-func providersInOrder(st *state.Store) []*state.Provider { return st.ProvidersInOrder() }
+// providersInOrder yields every provider in ID order; providerCursor walks
+// them one at a time.
+func providersInOrder(st *state.Store) iter.Seq[*state.Provider] { return st.ProvidersInOrder() }
+
+func providerCursor(st *state.Store) *state.ProviderCursor { return st.Providers.Cursor() }
 
 // hasProviderTrees reports whether some provider has a parent.
-func hasProviderTrees(st *state.Store) bool { return len(st.Children) > 0 }
+func hasProviderTrees(st *state.Store) bool { return st.Children.Len() > 0 }
 
 // hasChildren reports whether p has child providers.
-func hasChildren(st *state.Store, p *state.Provider) bool { return len(st.Children[p.UUID]) > 0 }
+func hasChildren(st *state.Store, p *state.Provider) bool { return st.Children.Has(p.UUID) }
 
 // appendChildren appends p's children, in no particular order, to buf.
 func appendChildren(st *state.Store, buf []*state.Provider, p *state.Provider) []*state.Provider {
-	for u := range st.Children[p.UUID] {
-		buf = append(buf, st.Providers[u])
+	for u := range st.Children.Get(p.UUID).All() {
+		buf = append(buf, st.Providers.Get(u))
 	}
 	return buf
 }
@@ -39,35 +41,35 @@ func parentOf(st *state.Store, p *state.Provider) *state.Provider {
 	if p.ParentUUID == "" {
 		return nil
 	}
-	return st.Providers[p.ParentUUID]
+	return st.Providers.Get(p.ParentUUID)
 }
 
 // classByName is the resource class of that name, or nil.
-func classByName(st *state.Store, name string) *state.ResourceClass { return st.Classes[name] }
+func classByName(st *state.Store, name string) *state.ResourceClass { return st.Classes.Get(name) }
 
 // traitExists reports whether the trait is defined.
-func traitExists(st *state.Store, name string) bool { return st.Traits[name] != nil }
+func traitExists(st *state.Store, name string) bool { return st.Traits.Has(name) }
 
 // providersWithTrait yields the providers that have trait t, in no
 // particular order; countWithTrait is how many there are.
 func providersWithTrait(st *state.Store, t string) iter.Seq[*state.Provider] {
-	return indexMembers(st, st.TraitIndex[t])
+	return indexMembers(st, st.TraitIndex.Get(t))
 }
 
-func countWithTrait(st *state.Store, t string) int { return len(st.TraitIndex[t]) }
+func countWithTrait(st *state.Store, t string) int { return st.TraitIndex.Get(t).Len() }
 
 // providersInAggregate yields the providers in aggregate a, in no
 // particular order; countInAggregate is how many there are.
 func providersInAggregate(st *state.Store, a string) iter.Seq[*state.Provider] {
-	return indexMembers(st, st.AggregateIndex[a])
+	return indexMembers(st, st.AggregateIndex.Get(a))
 }
 
-func countInAggregate(st *state.Store, a string) int { return len(st.AggregateIndex[a]) }
+func countInAggregate(st *state.Store, a string) int { return st.AggregateIndex.Get(a).Len() }
 
-func indexMembers(st *state.Store, set map[string]bool) iter.Seq[*state.Provider] {
+func indexMembers(st *state.Store, set state.Set) iter.Seq[*state.Provider] {
 	return func(yield func(*state.Provider) bool) {
-		for u := range set {
-			if p := st.Providers[u]; p != nil && !yield(p) {
+		for u := range set.All() {
+			if p := st.Providers.Get(u); p != nil && !yield(p) {
 				return
 			}
 		}

@@ -24,7 +24,7 @@ type AggregatesResult struct {
 }
 
 func (c *SetAggregates) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.UUID]
+	p := s.Providers.Get(c.UUID)
 	if p == nil {
 		return nil, ProviderNotFound(c.UUID)
 	}
@@ -36,10 +36,11 @@ func (c *SetAggregates) Apply(s *Store, m Meta) (any, error) {
 	for _, a := range c.Aggregates {
 		want[a] = true
 	}
+	p = s.editProvider(p)
 	for a := range p.Aggregates {
 		if !want[a] {
 			delete(p.Aggregates, a)
-			removeFromSet(s.AggregateIndex, a, p.UUID)
+			s.AggregateIndex = removeFromSet(s.AggregateIndex, a, p.UUID)
 		}
 	}
 	for a := range want {

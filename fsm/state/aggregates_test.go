@@ -15,20 +15,20 @@ func TestSetAggregatesWithoutGeneration(t *testing.T) {
 	if !reflect.DeepEqual(res.Aggregates, []string{rpC, rpB}) || res.Generation != 0 {
 		t.Fatalf("result %+v", res)
 	}
-	p := s.Providers[rpA]
+	p := s.Providers.Get(rpA)
 	// Before 1.19 the generation must not move (fixtures rely on it).
 	if p.Generation != 0 || !p.Updated.Equal(provT0) {
 		t.Errorf("generation %d updated %v", p.Generation, p.Updated)
 	}
-	if !reflect.DeepEqual(SortedKeys(p.Aggregates), []string{rpB, rpC}) || !s.AggregateIndex[rpB][rpA] {
+	if !reflect.DeepEqual(SortedKeys(p.Aggregates), []string{rpB, rpC}) || !s.AggregateIndex.Get(rpB).Has(rpA) {
 		t.Errorf("aggregates %v index %v", p.Aggregates, s.AggregateIndex)
 	}
 	provApply(t, s, &SetAggregates{UUID: rpA, Aggregates: []string{rpB}})
-	if s.AggregateIndex[rpC] != nil || len(p.Aggregates) != 1 {
+	if s.AggregateIndex.Has(rpC) || len(p.Aggregates) != 1 {
 		t.Errorf("removal not indexed: %v", s.AggregateIndex)
 	}
 	provApply(t, s, &SetAggregates{UUID: rpA, Aggregates: []string{}})
-	if len(s.AggregateIndex) != 0 || len(p.Aggregates) != 0 {
+	if s.AggregateIndex.Len() != 0 || len(p.Aggregates) != 0 {
 		t.Errorf("clearing left %v", s.AggregateIndex)
 	}
 	provCheckIndexes(t, s)
@@ -42,8 +42,8 @@ func TestSetAggregatesWithGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := v.(AggregatesResult); res.Generation != 1 || s.Providers[rpA].Generation != 1 || !s.Providers[rpA].Updated.Equal(later.Time) {
-		t.Fatalf("result %+v provider %+v", res, s.Providers[rpA].Summary())
+	if res := v.(AggregatesResult); res.Generation != 1 || s.Providers.Get(rpA).Generation != 1 || !s.Providers.Get(rpA).Updated.Equal(later.Time) {
+		t.Fatalf("result %+v provider %+v", res, s.Providers.Get(rpA).Summary())
 	}
 	// The same set again still bumps the generation, as upstream.
 	res := provApply(t, s, &SetAggregates{UUID: rpA, Aggregates: []string{rpB}, Generation: provGen(1)}).(AggregatesResult)

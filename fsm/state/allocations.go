@@ -74,12 +74,12 @@ type DeleteConsumerAllocations struct{ Consumer string }
 func (c *DeleteConsumerAllocations) Kind() string { return "allocations.delete" }
 
 func (c *DeleteConsumerAllocations) Apply(s *Store, m Meta) (any, error) {
-	con := s.Consumers[c.Consumer]
+	con := s.Consumers.Get(c.Consumer)
 	if con == nil || len(con.Allocations) == 0 {
 		return nil, NotFoundf("No allocations for consumer '%s'", c.Consumer)
 	}
 	s.indexConsumer(con, -1)
-	delete(s.Consumers, con.UUID)
+	s.Consumers = s.Consumers.delete(con.UUID)
 	return nil, nil
 }
 
@@ -124,7 +124,7 @@ type allocPlan struct {
 // currentInventory is the inventory capacity checks use outside the
 // reshaper.
 func (s *Store) currentInventory(provider, class string) *Inventory {
-	if p := s.Providers[provider]; p != nil {
+	if p := s.Providers.Get(provider); p != nil {
 		return p.Inventories[class]
 	}
 	return nil
@@ -166,7 +166,7 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 	pl := &allocPlan{bump: map[string]bool{}, removed: map[usageSlot]int64{}, added: map[usageSlot]int64{}}
 	for i := range reqs {
 		r := &reqs[i]
-		cp := consumerPlan{req: r, existing: s.Consumers[r.Consumer]}
+		cp := consumerPlan{req: r, existing: s.Consumers.Get(r.Consumer)}
 		var old []Allocation
 		if cp.existing != nil {
 			old = cp.existing.Allocations
@@ -198,7 +198,7 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 
 	classSet := map[string]bool{}
 	for _, l := range list {
-		if s.Classes[l.class] == nil {
+		if s.Classes.Get(l.class) == nil {
 			return nil, &planFailure{failNoClass, NotFoundf("No such resource class %s.", l.class)}
 		}
 		classSet[l.class] = true
@@ -244,7 +244,7 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 				"Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.",
 				l.class, l.provider)}
 		}
-		prev := s.Providers[l.provider].Usages[l.class]
+		prev := s.Providers.Get(l.provider).Usages[l.class]
 		others := prev - pl.removed[k]
 		capacity := float64(in.Total-in.Reserved) * in.AllocationRatio
 		if capacity < float64(others+l.used) || capacity < float64(others+asked[k]) {
@@ -268,7 +268,7 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 func (s *Store) checkConsumersAndProviders(reqs []ConsumerAllocations) *planFailure {
 	for i := range reqs {
 		r := &reqs[i]
-		existing := s.Consumers[r.Consumer]
+		existing := s.Consumers.Get(r.Consumer)
 		if r.CheckGeneration {
 			if existing == nil && r.Generation != nil ||
 				existing != nil && (r.Generation == nil || *r.Generation != existing.Generation) {
@@ -278,7 +278,7 @@ func (s *Store) checkConsumersAndProviders(reqs []ConsumerAllocations) *planFail
 	}
 	for i := range reqs {
 		for _, a := range reqs[i].Allocations {
-			if s.Providers[a.Provider] == nil {
+			if s.Providers.Get(a.Provider) == nil {
 				return &planFailure{failFinal, Errorf("Allocation for resource provider '%s' that does not exist.", a.Provider)}
 			}
 		}
@@ -300,8 +300,8 @@ func (s *Store) applyAllocationPlan(pl *allocPlan, m Meta) {
 		c := cp.existing
 		if c != nil {
 			s.indexConsumer(c, -1)
-			// A new struct: stored consumers are shared with snapshot
-			// images and are never changed in place.
+			// A new struct: stored consumers are part of published
+			// versions and are never changed in place.
 			changed := *c
 			c = &changed
 		} else {
@@ -320,17 +320,17 @@ func (s *Store) applyAllocationPlan(pl *allocPlan, m Meta) {
 		if cp.visited {
 			c.Generation++
 			if len(c.Allocations) == 0 {
-				delete(s.Consumers, c.UUID)
+				s.Consumers = s.Consumers.delete(c.UUID)
 				continue
 			}
 		}
 		// A new consumer asked to have no allocations is kept, without
 		// any, as upstream's ensure_consumer leaves it.
-		s.Consumers[c.UUID] = c
+		s.Consumers = s.Consumers.set(c.UUID, c)
 		s.indexConsumer(c, +1)
 	}
 	for _, u := range SortedKeys(pl.bump) {
-		s.Providers[u].bumpGeneration(m)
+		s.editProvider(s.Providers.Get(u)).bumpGeneration(m)
 	}
 }
 

@@ -36,7 +36,7 @@ func alProvider(t *testing.T, s *Store, uuid, parent string, invs ...InventoryVa
 	if len(invs) > 0 {
 		alMust(t, s, &SetInventories{Provider: uuid, Generation: 0, Inventories: invs})
 	}
-	return s.Providers[uuid]
+	return s.Providers.Get(uuid)
 }
 
 func alGen(g int64) *int64 { return &g }
@@ -75,15 +75,16 @@ func alCheckIndexes(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(fresh.Usage, s.Usage) {
-		t.Errorf("project usage index drifted:\n got %+v\nwant %+v", s.Usage, fresh.Usage)
+	if !reflect.DeepEqual(plainMap(fresh.Usage), plainMap(s.Usage)) {
+		t.Errorf("project usage index drifted:\n got %+v\nwant %+v", plainMap(s.Usage), plainMap(fresh.Usage))
 	}
-	if !reflect.DeepEqual(fresh.ProviderConsumers, s.ProviderConsumers) {
-		t.Errorf("provider consumers index drifted:\n got %v\nwant %v", s.ProviderConsumers, fresh.ProviderConsumers)
+	if !reflect.DeepEqual(plainIndex(fresh.ProviderConsumers), plainIndex(s.ProviderConsumers)) {
+		t.Errorf("provider consumers index drifted:\n got %v\nwant %v", plainIndex(s.ProviderConsumers), plainIndex(fresh.ProviderConsumers))
 	}
-	for u, p := range s.Providers {
-		if !reflect.DeepEqual(fresh.Providers[u].Usages, p.Usages) {
-			t.Errorf("provider %s usages drifted: got %v want %v", u, p.Usages, fresh.Providers[u].Usages)
+	for p := range s.Providers.InOrder() {
+		u := p.UUID
+		if !reflect.DeepEqual(fresh.Providers.Get(u).Usages, p.Usages) {
+			t.Errorf("provider %s usages drifted: got %v want %v", u, p.Usages, fresh.Providers.Get(u).Usages)
 		}
 	}
 }
@@ -108,7 +109,7 @@ func TestSetAllocationsCreatesConsumerAndBumpsGenerations(t *testing.T) {
 	ca.CheckGeneration = true // null: must be new
 	alMust(t, s, alPut(ca))
 
-	c := s.Consumers["c1"]
+	c := s.Consumers.Get("c1")
 	if c == nil || c.Generation != 1 || c.ProjectID != "proj" || c.UserID != "user" || c.Type != "" {
 		t.Fatalf("consumer = %+v", c)
 	}
@@ -138,7 +139,7 @@ func TestConsumerGenerationCompareAndSwap(t *testing.T) {
 	ca.CheckGeneration, ca.Generation = true, alGen(5)
 	_, err := alApply(s, alPut(ca))
 	alWantErr(t, err, Conflict, CodeConcurrentUpdate, "consumer generation conflict - expected null but got 5")
-	if s.Consumers["c1"] != nil {
+	if s.Consumers.Get("c1") != nil {
 		t.Fatal("rejected write created the consumer")
 	}
 
@@ -155,14 +156,14 @@ func TestConsumerGenerationCompareAndSwap(t *testing.T) {
 
 	ca.Generation = alGen(1)
 	alMust(t, s, alPut(ca))
-	if g := s.Consumers["c1"].Generation; g != 2 {
+	if g := s.Consumers.Get("c1").Generation; g != 2 {
 		t.Fatalf("generation after matching write = %d, want 2", g)
 	}
 
 	// Before 1.28 there is no check, but the generation still moves.
 	old := alClaim("c1", "rp1", "VCPU", 3)
 	alMust(t, s, alPut(old))
-	if g := s.Consumers["c1"].Generation; g != 3 {
+	if g := s.Consumers.Get("c1").Generation; g != 3 {
 		t.Fatalf("generation after unchecked write = %d, want 3", g)
 	}
 }
@@ -174,7 +175,7 @@ func TestEmptyAllocationsRemoveConsumer(t *testing.T) {
 	ca := alClaim("c1", "rp1", "VCPU", 1)
 	ca.Allocations = append(ca.Allocations, AllocationRequest{Provider: "rp2", Class: "VCPU", Used: 2})
 	alMust(t, s, alPut(ca))
-	g1, g2 := s.Providers["rp1"].Generation, s.Providers["rp2"].Generation
+	g1, g2 := s.Providers.Get("rp1").Generation, s.Providers.Get("rp2").Generation
 
 	// A stale generation is refused even for a removal.
 	empty := ConsumerAllocations{Consumer: "c1", ProjectID: "proj", UserID: "user", CheckGeneration: true, Generation: alGen(9)}
@@ -183,15 +184,15 @@ func TestEmptyAllocationsRemoveConsumer(t *testing.T) {
 	}
 	empty.Generation = alGen(1)
 	alMust(t, s, alPut(empty))
-	if s.Consumers["c1"] != nil {
+	if s.Consumers.Get("c1") != nil {
 		t.Fatal("consumer kept after its last allocation went")
 	}
 	// Upstream bumps the providers of the removed allocations.
-	if s.Providers["rp1"].Generation != g1+1 || s.Providers["rp2"].Generation != g2+1 {
-		t.Errorf("generations %d %d, want %d %d", s.Providers["rp1"].Generation, s.Providers["rp2"].Generation, g1+1, g2+1)
+	if s.Providers.Get("rp1").Generation != g1+1 || s.Providers.Get("rp2").Generation != g2+1 {
+		t.Errorf("generations %d %d, want %d %d", s.Providers.Get("rp1").Generation, s.Providers.Get("rp2").Generation, g1+1, g2+1)
 	}
-	if len(s.Providers["rp1"].Usages) != 0 || len(s.Usage) != 0 || len(s.ProviderConsumers) != 0 {
-		t.Errorf("indexes not emptied: %v %v %v", s.Providers["rp1"].Usages, s.Usage, s.ProviderConsumers)
+	if len(s.Providers.Get("rp1").Usages) != 0 || s.Usage.Len() != 0 || s.ProviderConsumers.Len() != 0 {
+		t.Errorf("indexes not emptied: %v %v %v", s.Providers.Get("rp1").Usages, s.Usage, s.ProviderConsumers)
 	}
 	alCheckIndexes(t, s)
 }
@@ -201,13 +202,13 @@ func TestReplacingAllocationsOnlyBumpsNamedProviders(t *testing.T) {
 	alProvider(t, s, "rp1", "", alInv("VCPU", 8))
 	alProvider(t, s, "rp2", "", alInv("VCPU", 8))
 	alMust(t, s, alPut(alClaim("c1", "rp1", "VCPU", 1)))
-	g1, g2 := s.Providers["rp1"].Generation, s.Providers["rp2"].Generation
+	g1, g2 := s.Providers.Get("rp1").Generation, s.Providers.Get("rp2").Generation
 	// Moving the claim to rp2: upstream's allocation list names rp2 only.
 	alMust(t, s, alPut(alClaim("c1", "rp2", "VCPU", 1)))
-	if s.Providers["rp1"].Generation != g1 || s.Providers["rp2"].Generation != g2+1 {
-		t.Errorf("generations %d %d, want %d %d", s.Providers["rp1"].Generation, s.Providers["rp2"].Generation, g1, g2+1)
+	if s.Providers.Get("rp1").Generation != g1 || s.Providers.Get("rp2").Generation != g2+1 {
+		t.Errorf("generations %d %d, want %d %d", s.Providers.Get("rp1").Generation, s.Providers.Get("rp2").Generation, g1, g2+1)
 	}
-	if s.Providers["rp1"].Usages["VCPU"] != 0 || s.Providers["rp2"].Usages["VCPU"] != 1 {
+	if s.Providers.Get("rp1").Usages["VCPU"] != 0 || s.Providers.Get("rp2").Usages["VCPU"] != 1 {
 		t.Errorf("usages not moved")
 	}
 	alCheckIndexes(t, s)
@@ -244,7 +245,7 @@ func TestOverCapacityToleratedWhenNoWorse(t *testing.T) {
 	alProvider(t, s, "rp1", "", alInv("VCPU", 10))
 	alMust(t, s, alPut(alClaim("a", "rp1", "VCPU", 8)))
 	// Shrink the inventory below the usage (allowed, as upstream).
-	alMust(t, s, &SetInventories{Provider: "rp1", Generation: s.Providers["rp1"].Generation, Inventories: []InventoryValues{alInv("VCPU", 4)}})
+	alMust(t, s, &SetInventories{Provider: "rp1", Generation: s.Providers.Get("rp1").Generation, Inventories: []InventoryValues{alInv("VCPU", 4)}})
 	// Reducing the over-commitment is allowed...
 	alMust(t, s, alPut(alClaim("a", "rp1", "VCPU", 6)))
 	// ...raising it is not.
@@ -323,8 +324,8 @@ func TestPostMovesClaimOnFullProvider(t *testing.T) {
 		{Consumer: "instance", ProjectID: "proj", UserID: "user"},
 	}}
 	alMust(t, s, cmd)
-	if s.Consumers["instance"] != nil || s.Consumers["migration"] == nil || s.Providers["rp1"].Usages["VCPU"] != 4 {
-		t.Fatalf("claim not moved: %v %v", s.Consumers, s.Providers["rp1"].Usages)
+	if s.Consumers.Get("instance") != nil || s.Consumers.Get("migration") == nil || s.Providers.Get("rp1").Usages["VCPU"] != 4 {
+		t.Fatalf("claim not moved: %v %v", s.Consumers, s.Providers.Get("rp1").Usages)
 	}
 	// Two consumers asking for the same slot are summed.
 	cmd = &SetAllocations{Post: true, Consumers: []ConsumerAllocations{
@@ -343,12 +344,12 @@ func TestDeleteConsumerAllocations(t *testing.T) {
 	_, err := alApply(s, &DeleteConsumerAllocations{Consumer: "c1"})
 	alWantErr(t, err, NotFound, CodeDefault, "No allocations for consumer 'c1'")
 	alMust(t, s, alPut(alClaim("c1", "rp1", "VCPU", 4)))
-	gen := s.Providers["rp1"].Generation
+	gen := s.Providers.Get("rp1").Generation
 	alMust(t, s, &DeleteConsumerAllocations{Consumer: "c1"})
-	if s.Consumers["c1"] != nil || s.Providers["rp1"].Usages["VCPU"] != 0 || len(s.Usage) != 0 {
+	if s.Consumers.Get("c1") != nil || s.Providers.Get("rp1").Usages["VCPU"] != 0 || s.Usage.Len() != 0 {
 		t.Fatal("allocations not deleted")
 	}
-	if s.Providers["rp1"].Generation != gen {
+	if s.Providers.Get("rp1").Generation != gen {
 		t.Error("DELETE bumped the provider generation (upstream does not)")
 	}
 }
@@ -364,7 +365,7 @@ func TestConsumerTypesAndProjectUsage(t *testing.T) {
 	c := alClaim("c", "rp1", "DISK_GB", 3) // no type: unknown
 	alMust(t, s, &SetAllocations{Post: true, Consumers: []ConsumerAllocations{a, b, c}})
 
-	if s.ConsumerTypes["INSTANCE"] == nil || s.ConsumerTypes["MIGRATION"] == nil || len(s.ConsumerTypes) != 2 {
+	if s.ConsumerTypes.Get("INSTANCE") == nil || s.ConsumerTypes.Get("MIGRATION") == nil || s.ConsumerTypes.Len() != 2 {
 		t.Fatalf("types = %v", s.ConsumerTypes)
 	}
 	got := s.ProjectUsage("proj", "")
@@ -386,13 +387,13 @@ func TestConsumerTypesAndProjectUsage(t *testing.T) {
 	a2.ConsumerType = "MIGRATION"
 	alMust(t, s, alPut(a2))
 	alMust(t, s, alPut(alClaim("a", "rp1", "VCPU", 1)))
-	if s.Consumers["a"].Type != "MIGRATION" {
-		t.Fatalf("type = %q", s.Consumers["a"].Type)
+	if s.Consumers.Get("a").Type != "MIGRATION" {
+		t.Fatalf("type = %q", s.Consumers.Get("a").Type)
 	}
 	// Types outlive their consumers.
 	alMust(t, s, &DeleteConsumerAllocations{Consumer: "a"})
 	alMust(t, s, &DeleteConsumerAllocations{Consumer: "b"})
-	if s.ConsumerTypes["INSTANCE"] == nil || s.ConsumerTypes["MIGRATION"] == nil {
+	if s.ConsumerTypes.Get("INSTANCE") == nil || s.ConsumerTypes.Get("MIGRATION") == nil {
 		t.Fatal("consumer types deleted")
 	}
 	alCheckIndexes(t, s)
@@ -417,7 +418,7 @@ func TestNewConsumerWithoutAllocationsIsKept(t *testing.T) {
 	s := New()
 	empty := ConsumerAllocations{Consumer: "c", ProjectID: "p", UserID: "u", CheckGeneration: true}
 	alMust(t, s, alPut(empty))
-	if c := s.Consumers["c"]; c == nil || c.Generation != 0 {
+	if c := s.Consumers.Get("c"); c == nil || c.Generation != 0 {
 		t.Fatalf("consumer = %+v", c)
 	}
 	alProvider(t, s, "rp1", "", alInv("VCPU", 1))

@@ -14,17 +14,14 @@ func init() {
 // ClassesByID lists every resource class, standard then custom, in
 // identifier order (upstream's listing order).
 func (s *Store) ClassesByID() []*ResourceClass {
-	out := make([]*ResourceClass, 0, len(s.Classes))
-	for _, rc := range s.Classes {
-		out = append(out, rc)
-	}
+	out := slices.Collect(s.Classes.Values())
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
 // classInUse reports whether any provider has inventory of the class.
 func (s *Store) classInUse(name string) bool {
-	for _, p := range s.Providers {
+	for p := range s.Providers.InOrder() {
 		if _, ok := p.Inventories[name]; ok {
 			return true
 		}
@@ -49,7 +46,7 @@ type CreateClassResult struct {
 }
 
 func (c *CreateResourceClass) Apply(s *Store, m Meta) (any, error) {
-	if rc, ok := s.Classes[c.Name]; ok {
+	if rc := s.Classes.Get(c.Name); rc != nil {
 		if c.IfMissing {
 			return CreateClassResult{Class: *rc}, nil
 		}
@@ -57,7 +54,7 @@ func (c *CreateResourceClass) Apply(s *Store, m Meta) (any, error) {
 	}
 	rc := &ResourceClass{ID: s.NextClassID, Name: c.Name, Created: m.Time}
 	s.NextClassID++
-	s.Classes[c.Name] = rc
+	s.Classes = s.Classes.set(c.Name, rc)
 	return CreateClassResult{Class: *rc, Created: true}, nil
 }
 
@@ -70,8 +67,8 @@ type RenameResourceClass struct {
 func (c *RenameResourceClass) Kind() string { return "resource_class.rename" }
 
 func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
-	rc, ok := s.Classes[c.Name]
-	if !ok {
+	rc := s.Classes.Get(c.Name)
+	if rc == nil {
 		return nil, NotFoundf("No such resource class %s.", c.Name)
 	}
 	if rc.Standard() {
@@ -80,11 +77,17 @@ func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
 	if c.NewName == c.Name {
 		return *rc, nil
 	}
-	if _, taken := s.Classes[c.NewName]; taken {
+	if s.Classes.Has(c.NewName) {
 		return nil, Conflictf(CodeDefault, "Resource class already exists: %s", c.NewName)
 	}
 	// Renaming a class carries its inventories and allocations with it.
-	for _, p := range s.Providers {
+	for p := range s.Providers.InOrder() {
+		_, hasInv := p.Inventories[c.Name]
+		_, hasUse := p.Usages[c.Name]
+		if !hasInv && !hasUse {
+			continue
+		}
+		p = s.editProvider(p)
 		if inv, ok := p.Inventories[c.Name]; ok {
 			delete(p.Inventories, c.Name)
 			p.Inventories[c.NewName] = inv
@@ -94,11 +97,11 @@ func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
 			p.Usages[c.NewName] = used
 		}
 	}
-	for uuid, con := range s.Consumers {
+	for uuid, con := range s.Consumers.All() {
 		for i := range con.Allocations {
 			if con.Allocations[i].Class == c.Name {
 				// A new consumer and slice: stored consumers and their
-				// allocations are shared with snapshot images and are
+				// allocations are part of published versions and are
 				// never changed in place.
 				renamed := *con
 				renamed.Allocations = slices.Clone(con.Allocations)
@@ -107,22 +110,23 @@ func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
 						renamed.Allocations[j].Class = c.NewName
 					}
 				}
-				s.Consumers[uuid] = &renamed
+				s.Consumers = s.Consumers.set(uuid, &renamed)
 				break
 			}
 		}
 	}
-	for _, t := range s.Usage {
-		if used, ok := t.Used[c.Name]; ok {
+	for k, t := range s.Usage.All() {
+		if _, ok := t.Used[c.Name]; ok {
+			t = s.editUsage(k)
+			t.Used[c.NewName] = t.Used[c.Name]
 			delete(t.Used, c.Name)
-			t.Used[c.NewName] = used
 		}
 	}
-	delete(s.Classes, c.Name)
-	rc.Name = c.NewName
-	rc.Updated = m.Time
-	s.Classes[c.NewName] = rc
-	return *rc, nil
+	renamed := *rc
+	renamed.Name = c.NewName
+	renamed.Updated = m.Time
+	s.Classes = s.Classes.delete(c.Name).set(c.NewName, &renamed)
+	return renamed, nil
 }
 
 // DeleteResourceClass deletes a CUSTOM_ class no inventory uses.
@@ -131,8 +135,8 @@ type DeleteResourceClass struct{ Name string }
 func (c *DeleteResourceClass) Kind() string { return "resource_class.delete" }
 
 func (c *DeleteResourceClass) Apply(s *Store, m Meta) (any, error) {
-	rc, ok := s.Classes[c.Name]
-	if !ok {
+	rc := s.Classes.Get(c.Name)
+	if rc == nil {
 		return nil, NotFoundf("No such resource class %s.", c.Name)
 	}
 	if rc.Standard() {
@@ -141,6 +145,6 @@ func (c *DeleteResourceClass) Apply(s *Store, m Meta) (any, error) {
 	if s.classInUse(c.Name) {
 		return nil, Conflictf(CodeDefault, "Error in delete resource class: Cannot delete resource class %s. Class is in use in inventory.", c.Name)
 	}
-	delete(s.Classes, c.Name)
+	s.Classes = s.Classes.delete(c.Name)
 	return nil, nil
 }

@@ -14,7 +14,7 @@ import (
 // ConsumerCopy returns a deep copy of a consumer, or nil if it does not
 // exist.
 func (s *Store) ConsumerCopy(uuid string) *Consumer {
-	c := s.Consumers[uuid]
+	c := s.Consumers.Get(uuid)
 	if c == nil {
 		return nil
 	}
@@ -39,8 +39,8 @@ type ProviderAllocation struct {
 // every consumer.
 func (s *Store) ProviderAllocations(providerUUID string) []ProviderAllocation {
 	var out []ProviderAllocation
-	for _, cu := range SortedKeys(s.ProviderConsumers[providerUUID]) {
-		c := s.Consumers[cu]
+	for cu := range s.ProviderConsumers.Get(providerUUID).All() {
+		c := s.Consumers.Get(cu)
 		if c == nil {
 			continue
 		}
@@ -55,10 +55,10 @@ func (s *Store) ProviderAllocations(providerUUID string) []ProviderAllocation {
 
 // ensureConsumerType creates a consumer type on first use.
 func (s *Store) ensureConsumerType(name string, m Meta) {
-	if name == "" || s.ConsumerTypes[name] != nil {
+	if name == "" || s.ConsumerTypes.Get(name) != nil {
 		return
 	}
-	s.ConsumerTypes[name] = &ConsumerType{ID: s.NextConsumerTypeID, Name: name, Created: m.Time}
+	s.ConsumerTypes = s.ConsumerTypes.set(name, &ConsumerType{ID: s.NextConsumerTypeID, Name: name, Created: m.Time})
 	s.NextConsumerTypeID++
 }
 
@@ -66,7 +66,7 @@ func (s *Store) ensureConsumerType(name string, m Meta) {
 // provider creation order, then class name.
 func (s *Store) sortAllocations(allocs []Allocation) {
 	sort.SliceStable(allocs, func(i, j int) bool {
-		pi, pj := s.Providers[allocs[i].ProviderUUID], s.Providers[allocs[j].ProviderUUID]
+		pi, pj := s.Providers.Get(allocs[i].ProviderUUID), s.Providers.Get(allocs[j].ProviderUUID)
 		if pi.ID != pj.ID {
 			return pi.ID < pj.ID
 		}

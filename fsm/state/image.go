@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 )
@@ -47,7 +48,8 @@ type ConsumerImage struct {
 	Consumer
 }
 
-// Image captures the store.
+// Image captures the store. It only reads the version, so it may run
+// while later versions are being made.
 func (s *Store) Image() *Image {
 	img := &Image{
 		LastIndex:          s.LastIndex,
@@ -55,7 +57,7 @@ func (s *Store) Image() *Image {
 		NextClassID:        s.NextClassID,
 		NextConsumerTypeID: s.NextConsumerTypeID,
 	}
-	for _, p := range s.Providers {
+	for p := range s.Providers.InOrder() {
 		pi := ProviderImage{
 			ID: p.ID, UUID: p.UUID, Name: p.Name, Generation: p.Generation,
 			ParentUUID: p.ParentUUID, RootUUID: p.RootUUID,
@@ -67,38 +69,35 @@ func (s *Store) Image() *Image {
 		}
 		img.Providers = append(img.Providers, pi)
 	}
-	sort.Slice(img.Providers, func(i, j int) bool { return img.Providers[i].ID < img.Providers[j].ID })
-	for _, rc := range s.Classes {
+	for rc := range s.Classes.Values() {
 		if !rc.Standard() {
 			img.CustomClasses = append(img.CustomClasses, *rc)
 		}
 	}
 	sort.Slice(img.CustomClasses, func(i, j int) bool { return img.CustomClasses[i].ID < img.CustomClasses[j].ID })
-	for _, t := range s.Traits {
+	for t := range s.Traits.Values() { // by name
 		if !t.Standard {
 			img.CustomTraits = append(img.CustomTraits, *t)
 		}
 	}
-	sort.Slice(img.CustomTraits, func(i, j int) bool { return img.CustomTraits[i].Name < img.CustomTraits[j].Name })
-	for _, ct := range s.ConsumerTypes {
+	for ct := range s.ConsumerTypes.Values() {
 		img.ConsumerTypes = append(img.ConsumerTypes, *ct)
 	}
 	sort.Slice(img.ConsumerTypes, func(i, j int) bool { return img.ConsumerTypes[i].ID < img.ConsumerTypes[j].ID })
-	// Consumers are shared, not copied: the store never changes a stored
-	// consumer or its allocation slice in place (a write replaces them),
-	// and an image is only read. At a million consumers the copy would be
-	// a large part of a second state in memory while a snapshot is
-	// written, and would hold the FSM's lock longer.
-	if len(s.Consumers) > 0 { // nil otherwise: "null" in the JSON, as always
-		img.Consumers = make([]*Consumer, 0, len(s.Consumers))
+	// Consumers are shared, not copied: a version's consumers never
+	// change. At a million consumers a copy would be a large part of a
+	// second state in memory while a snapshot is written.
+	if n := s.Consumers.Len(); n > 0 { // nil otherwise: "null" in the JSON, as always
+		img.Consumers = make([]*Consumer, 0, n)
 	}
-	for _, uuid := range SortedKeys(s.Consumers) {
-		img.Consumers = append(img.Consumers, s.Consumers[uuid])
+	for c := range s.Consumers.Values() { // by uuid
+		img.Consumers = append(img.Consumers, c)
 	}
 	return img
 }
 
-// Load builds a store from an image, rebuilding every index.
+// Load builds a store from an image, rebuilding every index. It fills the
+// maps in place (builders), not through a version per record.
 func Load(img *Image) (*Store, error) {
 	s := New()
 	s.LastIndex = img.LastIndex
@@ -107,23 +106,26 @@ func Load(img *Image) (*Store, error) {
 	s.NextConsumerTypeID = img.NextConsumerTypeID
 	for i := range img.CustomClasses {
 		rc := img.CustomClasses[i]
-		s.Classes[rc.Name] = &rc
+		s.Classes = s.Classes.set(rc.Name, &rc)
 	}
 	for i := range img.CustomTraits {
 		t := img.CustomTraits[i]
-		s.Traits[t.Name] = &t
+		s.Traits = s.Traits.set(t.Name, &t)
 	}
 	for i := range img.ConsumerTypes {
 		ct := img.ConsumerTypes[i]
-		s.ConsumerTypes[ct.Name] = &ct
+		s.ConsumerTypes = s.ConsumerTypes.set(ct.Name, &ct)
 	}
+	providers := newProviderBuilder()
+	names := newMapBuilder[string, string]()
+	traitIndex, aggIndex, children := indexBuilder{}, indexBuilder{}, indexBuilder{}
 	for _, pi := range img.Providers {
 		p := &Provider{
 			ID: pi.ID, UUID: pi.UUID, Name: pi.Name, Generation: pi.Generation,
 			ParentUUID: pi.ParentUUID, RootUUID: pi.RootUUID,
 			Created: pi.Created, Updated: pi.Updated,
-			Inventories: map[string]*Inventory{}, Traits: map[string]bool{},
-			Aggregates: map[string]bool{}, Usages: map[string]int64{},
+			Inventories: make(map[string]*Inventory, len(pi.Inventories)), Traits: map[string]bool{},
+			Aggregates: make(map[string]bool, len(pi.Aggregates)), Usages: map[string]int64{},
 		}
 		for _, ii := range pi.Inventories {
 			inv := ii.Inventory
@@ -133,44 +135,94 @@ func Load(img *Image) (*Store, error) {
 			want := make(map[string]bool, len(pi.Traits))
 			for _, t := range pi.Traits {
 				want[t] = true
+				traitIndex.add(s.traitName(t), p.UUID)
 			}
-			s.setTraits(p, want)
+			p.Traits = s.traitSets.share(want, s.traitName)
 		}
 		for _, a := range pi.Aggregates {
-			s.addProviderAggregate(p, a)
+			a = intern(a)
+			p.Aggregates[a] = true
+			aggIndex.add(a, p.UUID)
 		}
-		s.Providers[p.UUID] = p
-		s.ProviderByName[p.Name] = p.UUID
+		providers.put(p)
+		names.set(p.Name, p.UUID)
 	}
-	for _, p := range s.Providers {
-		if p.ParentUUID != "" {
-			if s.Providers[p.ParentUUID] == nil {
-				return nil, fmt.Errorf("state image: provider %s has unknown parent %s", p.UUID, p.ParentUUID)
+	if providers.byID.len() != len(img.Providers) || providers.byUUID.Len() != len(img.Providers) {
+		return nil, fmt.Errorf("state image: two providers share a uuid or an id")
+	}
+	for _, pi := range img.Providers {
+		if pi.ParentUUID != "" {
+			if providers.get(pi.ParentUUID) == nil {
+				return nil, fmt.Errorf("state image: provider %s has unknown parent %s", pi.UUID, pi.ParentUUID)
 			}
-			addToSet(s.Children, p.ParentUUID, p.UUID)
+			children.add(pi.ParentUUID, pi.UUID)
 		}
 	}
 	// The store takes the image's consumers as they are, not copies: a
 	// restore's image is its own, and copying a million consumers would
 	// add half as much again to the memory a restore peaks at. Interning
-	// only replaces their strings with equal ones.
+	// only replaces their strings with equal ones. The indexes are summed
+	// here as indexConsumer would, in place.
+	consumers := newMapBuilder[string, *Consumer]()
+	provConsumers := indexBuilder{}
+	usage := map[UsageKey]*UsageTotals{}
 	for _, c := range img.Consumers {
 		if c == nil {
 			return nil, fmt.Errorf("state image: a consumer is null")
 		}
 		for _, a := range c.Allocations {
-			if s.Providers[a.ProviderUUID] == nil {
+			if providers.get(a.ProviderUUID) == nil {
 				return nil, fmt.Errorf("state image: consumer %s allocates from unknown provider %s", c.UUID, a.ProviderUUID)
 			}
 		}
 		if cap(c.Allocations) != len(c.Allocations) {
 			c.Allocations = append([]Allocation(nil), c.Allocations...)
 		}
-		s.internConsumer(c)
-		s.Consumers[c.UUID] = c
-		s.indexConsumer(c, +1)
+		s.internConsumerWith(c, providers.get)
+		consumers.set(c.UUID, c)
+		if len(c.Allocations) == 0 {
+			continue
+		}
+		for _, a := range c.Allocations {
+			p := providers.get(a.ProviderUUID)
+			addUsage(p.Usages, a.Class, a.Used)
+			provConsumers.add(a.ProviderUUID, c.UUID)
+		}
+		for _, key := range usageKeys(c) {
+			t := usage[key]
+			if t == nil {
+				t = &UsageTotals{Used: map[string]int64{}}
+				usage[key] = t
+			}
+			t.Consumers++
+			for _, a := range c.Allocations {
+				addUsage(t.Used, a.Class, a.Used)
+			}
+		}
 	}
+	usageMap := newMapBuilder[UsageKey, *UsageTotals]()
+	for k, t := range usage {
+		usageMap.set(k, t) // a sorted map: the order of insertion decides nothing
+	}
+	s.Providers, s.ProviderByName = providers.done(), names.done()
+	s.TraitIndex, s.AggregateIndex, s.Children = traitIndex.done(), aggIndex.done(), children.done()
+	s.Consumers, s.ProviderConsumers, s.Usage = consumers.done(), provConsumers.done(), usageMap.done()
 	return s, nil
+}
+
+// usageKeys are the project usage index entries a consumer counts in.
+func usageKeys(c *Consumer) [2]UsageKey {
+	return [2]UsageKey{
+		{Project: c.ProjectID, Type: c.Type},
+		{Project: c.ProjectID, User: c.UserID, Type: c.Type},
+	}
+}
+
+// addUsage adds n to used[class], dropping the entry when it reaches 0.
+func addUsage(used map[string]int64, class string, n int64) {
+	if used[class] += n; used[class] == 0 {
+		delete(used, class)
+	}
 }
 
 // indexConsumer adds (sign +1) or removes (sign -1) a consumer's
@@ -182,35 +234,80 @@ func (s *Store) indexConsumer(c *Consumer, sign int64) {
 		return
 	}
 	for _, a := range c.Allocations {
-		p := s.Providers[a.ProviderUUID]
-		p.Usages[a.Class] += sign * a.Used
-		if p.Usages[a.Class] == 0 {
-			delete(p.Usages, a.Class)
-		}
+		p := s.editProvider(s.Providers.Get(a.ProviderUUID))
+		addUsage(p.Usages, a.Class, sign*a.Used)
 		if sign > 0 {
-			addToSet(s.ProviderConsumers, a.ProviderUUID, c.UUID)
+			s.ProviderConsumers = addToSet(s.ProviderConsumers, a.ProviderUUID, c.UUID)
 		} else {
-			removeFromSet(s.ProviderConsumers, a.ProviderUUID, c.UUID)
+			s.ProviderConsumers = removeFromSet(s.ProviderConsumers, a.ProviderUUID, c.UUID)
 		}
 	}
-	for _, key := range []UsageKey{
-		{Project: c.ProjectID, Type: c.Type},
-		{Project: c.ProjectID, User: c.UserID, Type: c.Type},
-	} {
-		t := s.Usage[key]
-		if t == nil {
-			t = &UsageTotals{Used: map[string]int64{}}
-			s.Usage[key] = t
-		}
+	for _, key := range usageKeys(c) {
+		t := s.editUsage(key)
 		t.Consumers += int(sign)
 		for _, a := range c.Allocations {
-			t.Used[a.Class] += sign * a.Used
-			if t.Used[a.Class] == 0 {
-				delete(t.Used, a.Class)
-			}
+			addUsage(t.Used, a.Class, sign*a.Used)
 		}
 		if t.Consumers == 0 {
-			delete(s.Usage, key)
+			s.Usage = s.Usage.delete(key)
 		}
 	}
+}
+
+// editUsage returns the totals under k (new ones if there are none) as a
+// copy the current command may change in place, as editProvider does for
+// providers.
+func (s *Store) editUsage(k UsageKey) *UsageTotals {
+	e := s.edit()
+	cur := s.Usage.Get(k)
+	if q := e.usage[k]; q != nil && q == cur {
+		return q
+	}
+	q := &UsageTotals{Used: map[string]int64{}}
+	if cur != nil {
+		q.Consumers, q.Used = cur.Consumers, maps.Clone(cur.Used)
+	}
+	s.Usage = s.Usage.set(k, q)
+	if e.usage == nil {
+		e.usage = map[UsageKey]*UsageTotals{}
+	}
+	e.usage[k] = q
+	return q
+}
+
+// Assemble returns a version holding the standard classes and traits, the
+// given custom classes and traits and exactly the given providers, their
+// records taken as they are (usages included: there are no consumers) and
+// indexed as Load indexes them. It is for tests and tools that lay out a
+// state directly rather than through commands; the records must not be
+// changed once the version is read.
+func Assemble(classes []*ResourceClass, traits []*Trait, providers []*Provider) *Store {
+	s := New()
+	for _, rc := range classes {
+		s.Classes = s.Classes.set(rc.Name, rc)
+		s.NextClassID = max(s.NextClassID, rc.ID+1)
+	}
+	for _, t := range traits {
+		s.Traits = s.Traits.set(t.Name, t)
+	}
+	b := newProviderBuilder()
+	names := newMapBuilder[string, string]()
+	traitIndex, aggIndex, children := indexBuilder{}, indexBuilder{}, indexBuilder{}
+	for _, p := range providers {
+		b.put(p)
+		names.set(p.Name, p.UUID)
+		for t := range p.Traits {
+			traitIndex.add(t, p.UUID)
+		}
+		for a := range p.Aggregates {
+			aggIndex.add(a, p.UUID)
+		}
+		if p.ParentUUID != "" {
+			children.add(p.ParentUUID, p.UUID)
+		}
+		s.NextProviderID = max(s.NextProviderID, p.ID+1)
+	}
+	s.Providers, s.ProviderByName = b.done(), names.done()
+	s.TraitIndex, s.AggregateIndex, s.Children = traitIndex.done(), aggIndex.done(), children.done()
+	return s
 }

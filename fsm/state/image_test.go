@@ -22,7 +22,7 @@ func TestImageUnchangedByLaterWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	c1, c2 := img.Consumers[0], img.Consumers[1]
-	if c1 != s.Consumers["c1"] {
+	if c1 != s.Consumers.Get("c1") {
 		t.Fatal("the image copied the consumer: this test means to check the shared one")
 	}
 
@@ -37,7 +37,7 @@ func TestImageUnchangedByLaterWrites(t *testing.T) {
 	if string(after) != string(before) {
 		t.Errorf("later writes changed the image:\nbefore %s\nafter  %s", before, after)
 	}
-	if s.Consumers["c1"] == c1 || c1.ProjectID != "proj" || c1.Allocations[1] != (Allocation{"rp1", "VCPU", 2}) || c2.Allocations[0].Used != 1 {
+	if s.Consumers.Get("c1") == c1 || c1.ProjectID != "proj" || c1.Allocations[1] != (Allocation{"rp1", "VCPU", 2}) || c2.Allocations[0].Used != 1 {
 		t.Errorf("c1 %+v c2 %+v", c1, c2)
 	}
 	alCheckIndexes(t, s)

@@ -77,13 +77,13 @@ func (c Contents) String() string {
 
 // Contents counts the store's objects.
 func (s *Store) Contents() Contents {
-	c := Contents{Providers: len(s.Providers), ConsumerTypes: len(s.ConsumerTypes), Consumers: len(s.Consumers)}
-	for _, rc := range s.Classes {
+	c := Contents{Providers: s.Providers.Len(), ConsumerTypes: s.ConsumerTypes.Len(), Consumers: s.Consumers.Len()}
+	for rc := range s.Classes.Values() {
 		if !rc.Standard() {
 			c.CustomClasses++
 		}
 	}
-	for _, t := range s.Traits {
+	for t := range s.Traits.Values() {
 		if !t.Standard {
 			c.CustomTraits++
 		}
@@ -116,19 +116,14 @@ func (c *ImportChunk) Apply(s *Store, m Meta) (any, error) {
 	if base != s {
 		s.replaceWith(base)
 	}
-	// Imported IDs may lie below NextProviderID: the ordering cache's
-	// staleness test does not hold across an import.
-	s.order.p.Store(nil)
 	return res, nil
 }
 
 // replaceWith makes s hold fresh's state (LastIndex is the log's, kept).
 func (s *Store) replaceWith(fresh *Store) {
-	s.Providers, s.ProviderByName, s.Children = fresh.Providers, fresh.ProviderByName, fresh.Children
-	s.AggregateIndex, s.TraitIndex, s.ProviderConsumers = fresh.AggregateIndex, fresh.TraitIndex, fresh.ProviderConsumers
-	s.Classes, s.Traits, s.ConsumerTypes = fresh.Classes, fresh.Traits, fresh.ConsumerTypes
-	s.Consumers, s.Usage, s.traitSets = fresh.Consumers, fresh.Usage, fresh.traitSets
-	s.NextProviderID, s.NextClassID, s.NextConsumerTypeID = fresh.NextProviderID, fresh.NextClassID, fresh.NextConsumerTypeID
+	last := s.LastIndex
+	*s = *fresh
+	s.LastIndex = last
 }
 
 // importPlan is a validated chunk with every identifier decided.
@@ -152,7 +147,7 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 
 	// Resource classes.
 	classIDs := map[int]bool{}
-	for _, rc := range s.Classes {
+	for rc := range s.Classes.Values() {
 		classIDs[rc.ID] = true
 	}
 	newClasses := map[string]bool{}
@@ -160,7 +155,7 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 		if !customNamePattern.MatchString(rc.Name) || len(rc.Name) > 255 {
 			return nil, importError("resource class %q is not a valid custom class name.", rc.Name)
 		}
-		if s.Classes[rc.Name] != nil || newClasses[rc.Name] {
+		if s.Classes.Has(rc.Name) || newClasses[rc.Name] {
 			return nil, importError("resource class %s already exists.", rc.Name)
 		}
 		id := rc.ID
@@ -174,7 +169,7 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 		pl.classIDs = append(pl.classIDs, id)
 		pl.nextClass = max(pl.nextClass, id+1)
 	}
-	hasClass := func(name string) bool { return s.Classes[name] != nil || newClasses[name] }
+	hasClass := func(name string) bool { return s.Classes.Has(name) || newClasses[name] }
 
 	// Traits.
 	newTraits := map[string]bool{}
@@ -182,16 +177,16 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 		if !customNamePattern.MatchString(t.Name) || len(t.Name) > 255 {
 			return nil, importError("trait %q is not a valid custom trait name.", t.Name)
 		}
-		if s.Traits[t.Name] != nil || newTraits[t.Name] {
+		if s.Traits.Has(t.Name) || newTraits[t.Name] {
 			return nil, importError("trait %s already exists.", t.Name)
 		}
 		newTraits[t.Name] = true
 	}
-	hasTrait := func(name string) bool { return s.Traits[name] != nil || newTraits[name] }
+	hasTrait := func(name string) bool { return s.Traits.Has(name) || newTraits[name] }
 
 	// Consumer types.
 	typeIDs := map[int]bool{}
-	for _, ct := range s.ConsumerTypes {
+	for ct := range s.ConsumerTypes.Values() {
 		typeIDs[ct.ID] = true
 	}
 	newTypes := map[string]bool{}
@@ -199,7 +194,7 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 		if !consumerTypePattern.MatchString(ct.Name) || len(ct.Name) > 255 {
 			return nil, importError("consumer type %q is not a valid consumer type name.", ct.Name)
 		}
-		if s.ConsumerTypes[ct.Name] != nil || newTypes[ct.Name] {
+		if s.ConsumerTypes.Has(ct.Name) || newTypes[ct.Name] {
 			return nil, importError("consumer type %s already exists.", ct.Name)
 		}
 		id := ct.ID
@@ -217,7 +212,7 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 	// Providers: everything but the tree first, then the tree, whose
 	// parents may come later in the chunk.
 	provIDs := map[int64]bool{}
-	for _, p := range s.Providers {
+	for p := range s.Providers.InOrder() {
 		provIDs[p.ID] = true
 	}
 	newProvs := make(map[string]*ProviderImage, len(c.Providers))
@@ -227,13 +222,13 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 		if !uuidPattern.MatchString(p.UUID) {
 			return nil, importError("resource provider uuid %q is not a canonical uuid.", p.UUID)
 		}
-		if s.Providers[p.UUID] != nil || newProvs[p.UUID] != nil {
+		if s.Providers.Get(p.UUID) != nil || newProvs[p.UUID] != nil {
 			return nil, importError("resource provider %s already exists.", p.UUID)
 		}
 		if p.Name == "" || len(p.Name) > 200 {
 			return nil, importError("resource provider %s: a name of 1 to 200 characters is required.", p.UUID)
 		}
-		if _, taken := s.ProviderByName[p.Name]; taken || newNames[p.Name] {
+		if s.ProviderByName.Has(p.Name) || newNames[p.Name] {
 			return nil, importError("resource provider name %q is taken.", p.Name)
 		}
 		if p.Generation < 0 {
@@ -289,7 +284,7 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 		pl.roots[p.UUID] = root
 	}
 	hasInventory := func(provider, class string) bool {
-		if p := s.Providers[provider]; p != nil {
+		if p := s.Providers.Get(provider); p != nil {
 			return p.Inventories[class] != nil
 		}
 		if p := newProvs[provider]; p != nil {
@@ -309,14 +304,14 @@ func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
 		if !uuidPattern.MatchString(con.UUID) {
 			return nil, importError("consumer uuid %q is not a canonical uuid.", con.UUID)
 		}
-		if s.Consumers[con.UUID] != nil || newConsumers[con.UUID] {
+		if s.Consumers.Has(con.UUID) || newConsumers[con.UUID] {
 			return nil, importError("consumer %s already exists.", con.UUID)
 		}
 		newConsumers[con.UUID] = true
 		if con.ProjectID == "" || con.UserID == "" || len(con.ProjectID) > 255 || len(con.UserID) > 255 {
 			return nil, importError("consumer %s: a project and a user of 1 to 255 characters are required.", con.UUID)
 		}
-		if con.Type != "" && s.ConsumerTypes[con.Type] == nil && !newTypes[con.Type] {
+		if con.Type != "" && !s.ConsumerTypes.Has(con.Type) && !newTypes[con.Type] {
 			return nil, importError("consumer %s: unknown consumer type %s.", con.UUID, con.Type)
 		}
 		if con.Generation < 0 {
@@ -352,12 +347,12 @@ func importRoot(s *Store, chunk map[string]*ProviderImage, uuid string) (root, m
 		p := chunk[cur]
 		if p == nil {
 			// Reached the store, whose providers know their root.
-			return s.Providers[cur].RootUUID, ""
+			return s.Providers.Get(cur).RootUUID, ""
 		}
 		if p.ParentUUID == "" {
 			return cur, ""
 		}
-		if chunk[p.ParentUUID] == nil && s.Providers[p.ParentUUID] == nil {
+		if chunk[p.ParentUUID] == nil && s.Providers.Get(p.ParentUUID) == nil {
 			return "", fmt.Sprintf("parent provider %s does not exist", p.ParentUUID)
 		}
 		cur = p.ParentUUID
@@ -392,15 +387,15 @@ func orTime(t, dflt time.Time) time.Time {
 func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
 	var res ImportResult
 	for i, rc := range c.CustomClasses {
-		s.Classes[rc.Name] = &ResourceClass{ID: pl.classIDs[i], Name: rc.Name, Created: orTime(rc.Created, m.Time), Updated: rc.Updated}
+		s.Classes = s.Classes.set(rc.Name, &ResourceClass{ID: pl.classIDs[i], Name: rc.Name, Created: orTime(rc.Created, m.Time), Updated: rc.Updated})
 		res.CustomClasses++
 	}
 	for _, t := range c.CustomTraits {
-		s.Traits[t.Name] = &Trait{Name: t.Name, Created: orTime(t.Created, m.Time), Updated: t.Updated}
+		s.Traits = s.Traits.set(t.Name, &Trait{Name: t.Name, Created: orTime(t.Created, m.Time), Updated: t.Updated})
 		res.CustomTraits++
 	}
 	for i, ct := range c.ConsumerTypes {
-		s.ConsumerTypes[ct.Name] = &ConsumerType{ID: pl.typeIDs[i], Name: ct.Name, Created: orTime(ct.Created, m.Time), Updated: ct.Updated}
+		s.ConsumerTypes = s.ConsumerTypes.set(ct.Name, &ConsumerType{ID: pl.typeIDs[i], Name: ct.Name, Created: orTime(ct.Created, m.Time), Updated: ct.Updated})
 		res.ConsumerTypes++
 	}
 	for i := range c.Providers {
@@ -430,15 +425,15 @@ func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
 		for _, a := range pi.Aggregates {
 			s.addProviderAggregate(p, a)
 		}
-		s.Providers[p.UUID] = p
-		s.ProviderByName[p.Name] = p.UUID
+		s.putProvider(p)
+		s.ProviderByName = s.ProviderByName.set(p.Name, p.UUID)
 		res.Providers++
 	}
 	// Parents may have come after their children in the chunk: link the
 	// tree once every provider is in.
 	for i := range c.Providers {
 		if pi := &c.Providers[i]; pi.ParentUUID != "" {
-			addToSet(s.Children, pi.ParentUUID, pi.UUID)
+			s.Children = addToSet(s.Children, pi.ParentUUID, pi.UUID)
 		}
 	}
 	for i := range c.Consumers {
@@ -449,7 +444,7 @@ func (pl *importPlan) apply(s *Store, c *ImportChunk, m Meta) ImportResult {
 		con.Allocations = append([]Allocation(nil), ci.Allocations...)
 		s.sortAllocations(con.Allocations)
 		s.internConsumer(&con)
-		s.Consumers[con.UUID] = &con
+		s.Consumers = s.Consumers.set(con.UUID, &con)
 		s.indexConsumer(&con, +1)
 		res.Consumers++
 		res.Allocations += len(con.Allocations)

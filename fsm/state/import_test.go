@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,12 +97,12 @@ func imJSON(t *testing.T, s *Store) string {
 // imIndexes are the derived structures the import must rebuild.
 func imIndexes(s *Store) map[string]any {
 	usages := map[string]map[string]int64{}
-	for u, p := range s.Providers {
-		usages[u] = p.Usages
+	for p := range s.Providers.InOrder() {
+		usages[p.UUID] = p.Usages
 	}
 	return map[string]any{
-		"names": s.ProviderByName, "children": s.Children, "aggregates": s.AggregateIndex,
-		"traits": s.TraitIndex, "provider consumers": s.ProviderConsumers, "usage": s.Usage,
+		"names": plainMap(s.ProviderByName), "children": plainIndex(s.Children), "aggregates": plainIndex(s.AggregateIndex),
+		"traits": plainIndex(s.TraitIndex), "provider consumers": plainIndex(s.ProviderConsumers), "usage": plainMap(s.Usage),
 		"provider usages": usages,
 	}
 }
@@ -181,22 +182,22 @@ func TestImportChunkFillsTimesAndIdentifiers(t *testing.T) {
 	if r := v.(ImportResult); r != (ImportResult{CustomClasses: 2, CustomTraits: 1, ConsumerTypes: 1, Providers: 2, Consumers: 1, Allocations: 1}) {
 		t.Fatalf("result %+v", r)
 	}
-	if s.Classes["CUSTOM_B"].ID != MinCustomClassID || s.Classes["CUSTOM_A"].ID != MinCustomClassID+1 || s.NextClassID != MinCustomClassID+2 {
-		t.Fatalf("class ids not in list order: B %d A %d next %d", s.Classes["CUSTOM_B"].ID, s.Classes["CUSTOM_A"].ID, s.NextClassID)
+	if s.Classes.Get("CUSTOM_B").ID != MinCustomClassID || s.Classes.Get("CUSTOM_A").ID != MinCustomClassID+1 || s.NextClassID != MinCustomClassID+2 {
+		t.Fatalf("class ids not in list order: B %d A %d next %d", s.Classes.Get("CUSTOM_B").ID, s.Classes.Get("CUSTOM_A").ID, s.NextClassID)
 	}
-	child, root := s.Providers[imChild1], s.Providers[imRoot1]
+	child, root := s.Providers.Get(imChild1), s.Providers.Get(imRoot1)
 	if child.ID != 1 || root.ID != 2 || s.NextProviderID != 3 {
 		t.Fatalf("provider ids %d %d next %d", child.ID, root.ID, s.NextProviderID)
 	}
-	if child.RootUUID != imRoot1 || !s.Children[imRoot1][imChild1] || child.Generation != 3 || root.Generation != 7 {
+	if child.RootUUID != imRoot1 || !s.Children.Get(imRoot1).Has(imChild1) || child.Generation != 3 || root.Generation != 7 {
 		t.Fatalf("tree or generations wrong: %+v", child.Summary())
 	}
-	if !child.Created.Equal(alT0) || !child.Updated.Equal(alT0) || !s.Traits["CUSTOM_T"].Created.Equal(alT0) ||
-		!root.Inventories["CUSTOM_A"].Created.Equal(alT0) || !s.Consumers[imCons1].Updated.Equal(alT0) {
+	if !child.Created.Equal(alT0) || !child.Updated.Equal(alT0) || !s.Traits.Get("CUSTOM_T").Created.Equal(alT0) ||
+		!root.Inventories["CUSTOM_A"].Created.Equal(alT0) || !s.Consumers.Get(imCons1).Updated.Equal(alT0) {
 		t.Fatal("zero times were not set to the import's time")
 	}
-	if root.Usages["CUSTOM_A"] != 3 || s.Usage[UsageKey{Project: "p", Type: "INSTANCE"}].Used["CUSTOM_A"] != 3 ||
-		s.Consumers[imCons1].Generation != 5 || s.ConsumerTypes["INSTANCE"].ID != 1 {
+	if root.Usages["CUSTOM_A"] != 3 || s.Usage.Get(UsageKey{Project: "p", Type: "INSTANCE"}).Used["CUSTOM_A"] != 3 ||
+		s.Consumers.Get(imCons1).Generation != 5 || s.ConsumerTypes.Get("INSTANCE").ID != 1 {
 		t.Fatal("usage indexes, consumer generation or type not set")
 	}
 }
@@ -273,22 +274,22 @@ func TestImportChunkReplace(t *testing.T) {
 	if _, err := replacement.Apply(s, Meta{Time: alT0}); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Contents(); got != (Contents{Providers: 1}) || s.LastIndex != 42 || s.Providers[imRoot2].ID != 1 {
+	if got := s.Contents(); got != (Contents{Providers: 1}) || s.LastIndex != 42 || s.Providers.Get(imRoot2).ID != 1 {
 		t.Fatalf("after replace: %s, last index %d", got, s.LastIndex)
 	}
-	if len(s.Usage) != 0 || len(s.ProviderConsumers) != 0 || len(s.TraitIndex) != 0 || s.Classes["CUSTOM_GPU"] != nil {
+	if s.Usage.Len() != 0 || s.ProviderConsumers.Len() != 0 || s.TraitIndex.Len() != 0 || s.Classes.Get("CUSTOM_GPU") != nil {
 		t.Fatal("replace kept indexes or classes of the old state")
 	}
 }
 
 // A provider imported with an ID below NextProviderID, after a deletion
 // left the provider count as it was, must still show in ID order
-// listings (their cache keys on the count and NextProviderID).
+// listings.
 func TestImportChunkRefreshesProviderOrder(t *testing.T) {
 	s := New()
 	alMust(t, s, &CreateProvider{UUID: imRoot1, Name: "a"})
 	alMust(t, s, &CreateProvider{UUID: imRoot2, Name: "b"})
-	if n := len(s.ProvidersInOrder()); n != 2 {
+	if n := len(slices.Collect(s.ProvidersInOrder())); n != 2 {
 		t.Fatalf("%d providers in order", n)
 	}
 	alMust(t, s, &DeleteProvider{UUID: imRoot2})
@@ -296,7 +297,7 @@ func TestImportChunkRefreshesProviderOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, p := range s.ProvidersInOrder() {
+	for p := range s.ProvidersInOrder() {
 		got = append(got, p.UUID)
 	}
 	if !reflect.DeepEqual(got, []string{imRoot1, imShare}) {

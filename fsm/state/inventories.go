@@ -99,7 +99,7 @@ func (s *Store) inventoryInUse(p *Provider, classes []string) string {
 }
 
 func (s *Store) classID(name string) int {
-	if rc := s.Classes[name]; rc != nil {
+	if rc := s.Classes.Get(name); rc != nil {
 		return rc.ID
 	}
 	return -1
@@ -112,12 +112,15 @@ func newInventory(v *InventoryValues, m Meta) *Inventory {
 	}
 }
 
-// updateInventory overwrites inv with v. Upstream's UPDATE sets updated_at
-// even when nothing changes.
-func updateInventory(inv *Inventory, v *InventoryValues, m Meta) {
+// updatedInventory returns a new record: old overwritten with v (records
+// in a version never change). Upstream's UPDATE sets updated_at even when
+// nothing changes.
+func updatedInventory(old *Inventory, v *InventoryValues, m Meta) *Inventory {
+	inv := *old
 	inv.Total, inv.Reserved, inv.MinUnit, inv.MaxUnit = v.Total, v.Reserved, v.MinUnit, v.MaxUnit
 	inv.StepSize, inv.AllocationRatio = v.StepSize, v.AllocationRatio
 	inv.Updated = m.Time
+	return &inv
 }
 
 // CreateInventory is POST /resource_providers/{uuid}/inventories: it adds
@@ -131,7 +134,7 @@ type CreateInventory struct {
 func (c *CreateInventory) Kind() string { return "inventory.create" }
 
 func (c *CreateInventory) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.Provider]
+	p := s.Providers.Get(c.Provider)
 	if p == nil {
 		return nil, ProviderNotFound(c.Provider)
 	}
@@ -139,7 +142,7 @@ func (c *CreateInventory) Apply(s *Store, m Meta) (any, error) {
 	if msg := v.checkCapacity(p.UUID, c.ReservedCanBeTotal); msg != "" {
 		return nil, Errorf("Unable to create inventory for resource provider %s: %s", p.UUID, msg)
 	}
-	if s.Classes[v.Class] == nil {
+	if s.Classes.Get(v.Class) == nil {
 		return nil, Errorf("Unable to create inventory for resource provider %s: No such resource class %s.", p.UUID, v.Class)
 	}
 	if p.Inventories[v.Class] != nil {
@@ -148,6 +151,7 @@ func (c *CreateInventory) Apply(s *Store, m Meta) (any, error) {
 			"Update conflict: Inventory for '%s' on resource provider '%s' already exists.", v.Class, p.UUID)
 	}
 	inv := newInventory(v, m)
+	p = s.editProvider(p)
 	p.Inventories[v.Class] = inv
 	p.bumpGeneration(m)
 	return InventoryResult{Class: v.Class, Inventory: *inv, Generation: p.Generation}, nil
@@ -166,7 +170,7 @@ type UpdateInventory struct {
 func (c *UpdateInventory) Kind() string { return "inventory.update" }
 
 func (c *UpdateInventory) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.Provider]
+	p := s.Providers.Get(c.Provider)
 	if p == nil {
 		return nil, ProviderNotFound(c.Provider)
 	}
@@ -177,7 +181,7 @@ func (c *UpdateInventory) Apply(s *Store, m Meta) (any, error) {
 	if msg := v.checkCapacity(p.UUID, c.ReservedCanBeTotal); msg != "" {
 		return nil, Errorf("Unable to update inventory for resource provider %s: %s", p.UUID, msg)
 	}
-	if s.Classes[v.Class] == nil {
+	if s.Classes.Get(v.Class) == nil {
 		// Upstream lets this NotFound escape the handler: a bare 404.
 		return nil, NotFoundf("No such resource class %s.", v.Class)
 	}
@@ -185,7 +189,9 @@ func (c *UpdateInventory) Apply(s *Store, m Meta) (any, error) {
 	if inv == nil {
 		return nil, Errorf("No inventory record with resource class for resource provider %s: No inventory of class %s found.", p.UUID, v.Class)
 	}
-	updateInventory(inv, v, m)
+	inv = updatedInventory(inv, v, m)
+	p = s.editProvider(p)
+	p.Inventories[v.Class] = inv
 	p.bumpGeneration(m)
 	return InventoryResult{Class: v.Class, Inventory: *inv, Generation: p.Generation}, nil
 }
@@ -203,7 +209,7 @@ type SetInventories struct {
 func (c *SetInventories) Kind() string { return "inventory.set" }
 
 func (c *SetInventories) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.Provider]
+	p := s.Providers.Get(c.Provider)
 	if p == nil {
 		return nil, ProviderNotFound(c.Provider)
 	}
@@ -216,21 +222,22 @@ func (c *SetInventories) Apply(s *Store, m Meta) (any, error) {
 		}
 	}
 	for _, v := range c.Inventories {
-		if s.Classes[v.Class] == nil {
+		if s.Classes.Get(v.Class) == nil {
 			return nil, Errorf("Unknown resource class in inventory for resource provider %s: No such resource class %s.", p.UUID, v.Class)
 		}
 	}
-	if msg := s.replaceInventories(p, c.Inventories, m); msg != "" {
+	p, msg := s.replaceInventories(p, c.Inventories, m)
+	if msg != "" {
 		return nil, Conflictf(CodeInventoryInUse, "update conflict: %s", msg)
 	}
 	return InventoriesResult{Generation: p.Generation, Inventories: p.ProviderInventories()}, nil
 }
 
 // replaceInventories makes p's inventory exactly want and bumps the
-// generation (always, as upstream, even when nothing changed). If a class
-// to remove has allocations it changes nothing and returns the
-// InventoryInUse message.
-func (s *Store) replaceInventories(p *Provider, want []InventoryValues, m Meta) string {
+// generation (always, as upstream, even when nothing changed), and
+// returns the provider as it is now. If a class to remove has allocations
+// it changes nothing and returns the InventoryInUse message.
+func (s *Store) replaceInventories(p *Provider, want []InventoryValues, m Meta) (*Provider, string) {
 	keep := make(map[string]bool, len(want))
 	for _, v := range want {
 		keep[v.Class] = true
@@ -242,21 +249,22 @@ func (s *Store) replaceInventories(p *Provider, want []InventoryValues, m Meta) 
 		}
 	}
 	if msg := s.inventoryInUse(p, gone); msg != "" {
-		return msg
+		return p, msg
 	}
+	p = s.editProvider(p)
 	for _, class := range gone {
 		delete(p.Inventories, class)
 	}
 	for i := range want {
 		v := &want[i]
 		if inv := p.Inventories[v.Class]; inv != nil {
-			updateInventory(inv, v, m)
+			p.Inventories[v.Class] = updatedInventory(inv, v, m)
 		} else {
 			p.Inventories[v.Class] = newInventory(v, m)
 		}
 	}
 	p.bumpGeneration(m)
-	return ""
+	return p, ""
 }
 
 // DeleteInventory is DELETE /resource_providers/{uuid}/inventories/{class}.
@@ -269,11 +277,11 @@ type DeleteInventory struct {
 func (c *DeleteInventory) Kind() string { return "inventory.delete" }
 
 func (c *DeleteInventory) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.Provider]
+	p := s.Providers.Get(c.Provider)
 	if p == nil {
 		return nil, ProviderNotFound(c.Provider)
 	}
-	if s.Classes[c.Class] == nil {
+	if s.Classes.Get(c.Class) == nil {
 		return nil, NotFoundf("No inventory of class %s found for delete: No such resource class %s.", c.Class, c.Class)
 	}
 	// Upstream checks allocations before looking for the inventory.
@@ -284,6 +292,7 @@ func (c *DeleteInventory) Apply(s *Store, m Meta) (any, error) {
 	if p.Inventories[c.Class] == nil {
 		return nil, NotFoundf("No inventory of class %s found for delete: No inventory of class %s found for delete", c.Class, c.Class)
 	}
+	p = s.editProvider(p)
 	delete(p.Inventories, c.Class)
 	p.bumpGeneration(m)
 	return InventoryResult{Class: c.Class, Generation: p.Generation}, nil
@@ -299,11 +308,12 @@ type DeleteInventories struct {
 func (c *DeleteInventories) Kind() string { return "inventory.delete_all" }
 
 func (c *DeleteInventories) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.Provider]
+	p := s.Providers.Get(c.Provider)
 	if p == nil {
 		return nil, ProviderNotFound(c.Provider)
 	}
-	if msg := s.replaceInventories(p, nil, m); msg != "" {
+	p, msg := s.replaceInventories(p, nil, m)
+	if msg != "" {
 		return nil, Conflictf(CodeInventoryInUse, "%s", msg)
 	}
 	return InventoriesResult{Generation: p.Generation}, nil

@@ -35,8 +35,8 @@ func invReject(t *testing.T, s *Store, cmd Command, kind Kind, code, detail stri
 	t.Helper()
 	before := invImage(t, s)
 	gens := map[string]int64{}
-	for u, p := range s.Providers {
-		gens[u] = p.Generation
+	for p := range s.Providers.InOrder() {
+		gens[p.UUID] = p.Generation
 	}
 	_, err := cmd.Apply(s, Meta{Time: invT0.Add(time.Hour)})
 	se, ok := err.(*Error)
@@ -85,7 +85,7 @@ func TestCreateInventory(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
-	p := s.Providers["rp1"]
+	p := s.Providers.Get("rp1")
 	if p.Generation != 1 || !p.Updated.Equal(invT0) || p.Inventories["DISK_GB"].Total != 2048 {
 		t.Fatalf("provider not updated: %+v", p)
 	}
@@ -134,7 +134,7 @@ func TestUpdateInventory(t *testing.T) {
 		!got.Inventory.Created.Equal(invT0) || !got.Inventory.Updated.Equal(later) {
 		t.Fatalf("got %+v", got)
 	}
-	if p := s.Providers["rp1"]; p.Generation != 3 || !p.Updated.Equal(later) {
+	if p := s.Providers.Get("rp1"); p.Generation != 3 || !p.Updated.Equal(later) {
 		t.Fatalf("provider generation %d updated %v", p.Generation, p.Updated)
 	}
 }
@@ -179,13 +179,13 @@ func TestSetInventories(t *testing.T) {
 	if x := got.Inventories[0].Inventory; !x.Created.Equal(later) || !x.Updated.IsZero() {
 		t.Fatalf("CUSTOM_X %+v", x)
 	}
-	if _, ok := s.Providers["rp1"].Inventories["VCPU"]; ok {
+	if _, ok := s.Providers.Get("rp1").Inventories["VCPU"]; ok {
 		t.Fatal("VCPU inventory not removed")
 	}
 	// An empty set still bumps the generation, as upstream.
 	v = invApply(t, s, &SetInventories{Provider: "rp1", Generation: 2, Inventories: []InventoryValues{}}, later)
-	if g := v.(InventoriesResult).Generation; g != 3 || len(s.Providers["rp1"].Inventories) != 0 {
-		t.Fatalf("generation %d, inventories %v", g, s.Providers["rp1"].Inventories)
+	if g := v.(InventoriesResult).Generation; g != 3 || len(s.Providers.Get("rp1").Inventories) != 0 {
+		t.Fatalf("generation %d, inventories %v", g, s.Providers.Get("rp1").Inventories)
 	}
 	v = invApply(t, s, &SetInventories{Provider: "rp1", Generation: 3}, later)
 	if g := v.(InventoriesResult).Generation; g != 4 {
@@ -201,7 +201,7 @@ func TestSetInventoriesRejections(t *testing.T) {
 	}}, invT0)
 	invAllocate(t, s, "c1", "rp1", "DISK_GB", 10)
 	invAllocate(t, s, "c2", "rp1", "VCPU", 1)
-	gen := s.Providers["rp1"].Generation
+	gen := s.Providers.Get("rp1").Generation
 
 	invReject(t, s, &SetInventories{Provider: "nope", Generation: 0},
 		NotFound, CodeDefault, "No resource provider with uuid nope found")
@@ -243,7 +243,7 @@ func TestDeleteInventory(t *testing.T) {
 	if g := v.(InventoryResult).Generation; g != 3 {
 		t.Fatalf("generation %d, want 3", g)
 	}
-	if _, ok := s.Providers["rp1"].Inventories["DISK_GB"]; ok {
+	if _, ok := s.Providers.Get("rp1").Inventories["DISK_GB"]; ok {
 		t.Fatal("DISK_GB not deleted")
 	}
 }
@@ -259,10 +259,10 @@ func TestDeleteInventories(t *testing.T) {
 	invReject(t, s, &DeleteInventories{Provider: "rp1"},
 		Conflict, CodeInventoryInUse, "Inventory for 'DISK_GB' on resource provider 'rp1' in use.")
 	invApply(t, s, &DeleteConsumerAllocations{Consumer: "c1"}, invT0)
-	gen := s.Providers["rp1"].Generation
+	gen := s.Providers.Get("rp1").Generation
 	invApply(t, s, &DeleteInventories{Provider: "rp1"}, invT0)
 	invApply(t, s, &DeleteInventories{Provider: "rp1"}, invT0)
-	if p := s.Providers["rp1"]; len(p.Inventories) != 0 || p.Generation != gen+2 {
+	if p := s.Providers.Get("rp1"); len(p.Inventories) != 0 || p.Generation != gen+2 {
 		t.Fatalf("inventories %v generation %d, want none and %d", p.Inventories, p.Generation, gen+2)
 	}
 }
@@ -277,7 +277,7 @@ func TestDeleteResourceClassInUse(t *testing.T) {
 	invReject(t, s, &DeleteResourceClass{Name: "CUSTOM_Y"}, NotFound, CodeDefault, "No such resource class CUSTOM_Y.")
 	invApply(t, s, &DeleteInventory{Provider: "rp1", Class: "CUSTOM_X"}, invT0)
 	invApply(t, s, &DeleteResourceClass{Name: "CUSTOM_X"}, invT0)
-	if s.Classes["CUSTOM_X"] != nil {
+	if s.Classes.Get("CUSTOM_X") != nil {
 		t.Fatal("class not deleted")
 	}
 }
@@ -294,7 +294,7 @@ func TestRenameResourceClassCarriesInventoryAndUsage(t *testing.T) {
 	invReject(t, s, &RenameResourceClass{Name: "CUSTOM_Q", NewName: "CUSTOM_V"}, NotFound, CodeDefault,
 		"No such resource class CUSTOM_Q.")
 	invApply(t, s, &RenameResourceClass{Name: "CUSTOM_X", NewName: "CUSTOM_Y"}, invT0)
-	p := s.Providers["rp1"]
+	p := s.Providers.Get("rp1")
 	if p.Inventories["CUSTOM_Y"] == nil || p.Usages["CUSTOM_Y"] != 2 || p.Inventories["CUSTOM_X"] != nil {
 		t.Fatalf("inventories %v usages %v", p.Inventories, p.Usages)
 	}
@@ -302,8 +302,8 @@ func TestRenameResourceClassCarriesInventoryAndUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(fresh.Providers["rp1"].Usages, p.Usages) {
-		t.Fatalf("usages %v, rebuilt %v", p.Usages, fresh.Providers["rp1"].Usages)
+	if !reflect.DeepEqual(fresh.Providers.Get("rp1").Usages, p.Usages) {
+		t.Fatalf("usages %v, rebuilt %v", p.Usages, fresh.Providers.Get("rp1").Usages)
 	}
 }
 

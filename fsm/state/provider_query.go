@@ -47,21 +47,21 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 	}
 	if f.UUID != "" {
 		set := map[string]bool{}
-		if s.Providers[f.UUID] != nil {
+		if s.Providers.Get(f.UUID) != nil {
 			set[f.UUID] = true
 		}
 		narrow(set)
 	}
 	if f.Name != "" {
 		set := map[string]bool{}
-		if u, ok := s.ProviderByName[f.Name]; ok {
+		if u, ok := s.ProviderByName.Lookup(f.Name); ok {
 			set[u] = true
 		}
 		narrow(set)
 	}
 	root := ""
 	if f.InTree != "" {
-		p := s.Providers[f.InTree]
+		p := s.Providers.Get(f.InTree)
 		if p == nil {
 			return nil, nil
 		}
@@ -70,7 +70,7 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 	if len(f.RequiredTraits) > 0 {
 		for _, group := range f.RequiredTraits {
 			for _, t := range group {
-				if s.Traits[t] == nil {
+				if s.Traits.Get(t) == nil {
 					return nil, Errorf("No such trait(s): %s.", t)
 				}
 			}
@@ -82,7 +82,7 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 		narrow(set)
 	}
 	for _, t := range f.ForbiddenTraits {
-		if s.Traits[t] == nil {
+		if s.Traits.Get(t) == nil {
 			return nil, Errorf("No such trait(s): %s.", t)
 		}
 	}
@@ -94,7 +94,7 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 		narrow(set)
 	}
 	for _, r := range f.Resources {
-		if s.Classes[r.Class] == nil {
+		if s.Classes.Get(r.Class) == nil {
 			return nil, Errorf("No such resource class %s.", r.Class)
 		}
 	}
@@ -106,12 +106,12 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 	if len(forbiddenTraits)+len(forbiddenAggs) > 8 {
 		excluded = map[string]bool{}
 		for _, t := range forbiddenTraits {
-			for u := range s.TraitIndex[t] {
+			for u := range s.TraitIndex.Get(t).All() {
 				excluded[u] = true
 			}
 		}
 		for _, a := range forbiddenAggs {
-			for u := range s.AggregateIndex[a] {
+			for u := range s.AggregateIndex.Get(a).All() {
 				excluded[u] = true
 			}
 		}
@@ -140,12 +140,12 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 		out = append(out, p)
 	}
 	if cand == nil {
-		for _, p := range s.ProvidersInOrder() {
+		for p := range s.ProvidersInOrder() {
 			consider(p)
 		}
 	} else {
 		for u := range cand {
-			consider(s.Providers[u])
+			consider(s.Providers.Get(u))
 		}
 		sortByID(out)
 	}
@@ -158,12 +158,12 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 
 // matchAll returns the providers that, in index (trait or aggregate ->
 // providers), are under at least one key of every group.
-func (s *Store) matchAll(index map[string]map[string]bool, groups [][]string) map[string]bool {
+func (s *Store) matchAll(index Index, groups [][]string) map[string]bool {
 	var result map[string]bool
 	for _, group := range groups {
 		hit := map[string]bool{}
 		for _, key := range group {
-			for u := range index[key] {
+			for u := range index.Get(key).All() {
 				if result == nil || result[u] {
 					hit[u] = true
 				}

@@ -30,8 +30,8 @@ func provQueryStore(t *testing.T) *Store {
 	}
 	setTraits := func(u string, traits ...string) {
 		for _, tr := range traits {
-			s.Providers[u].Traits[tr] = true
-			addToSet(s.TraitIndex, tr, u)
+			s.Providers.Get(u).Traits[tr] = true
+			s.TraitIndex = addToSet(s.TraitIndex, tr, u)
 		}
 	}
 	setTraits(rpA, "STORAGE_DISK_SSD", "HW_CPU_X86_SGX")
@@ -43,10 +43,10 @@ func provQueryStore(t *testing.T) *Store {
 	inv := func(total, reserved, min, max, step int64, ratio float64) *Inventory {
 		return &Inventory{Total: total, Reserved: reserved, MinUnit: min, MaxUnit: max, StepSize: step, AllocationRatio: ratio}
 	}
-	s.Providers[rpA].Inventories["VCPU"] = inv(8, 2, 1, 8, 1, 2)
-	s.Providers[rpA].Usages["VCPU"] = 10
-	s.Providers[rpB].Inventories["DISK_GB"] = inv(100, 0, 10, 50, 5, 1)
-	s.Providers[rpC].Inventories["VCPU"] = inv(4, 0, 1, 4, 1, 1)
+	s.Providers.Get(rpA).Inventories["VCPU"] = inv(8, 2, 1, 8, 1, 2)
+	s.Providers.Get(rpA).Usages["VCPU"] = 10
+	s.Providers.Get(rpB).Inventories["DISK_GB"] = inv(100, 0, 10, 50, 5, 1)
+	s.Providers.Get(rpC).Inventories["VCPU"] = inv(4, 0, 1, 4, 1, 1)
 	return s
 }
 

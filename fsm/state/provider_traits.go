@@ -21,7 +21,7 @@ type ProviderTraitsResult struct {
 func (s *Store) ProviderTraits(p *Provider) []Trait {
 	out := make([]Trait, 0, len(p.Traits))
 	for _, name := range SortedKeys(p.Traits) {
-		if t := s.Traits[name]; t != nil {
+		if t := s.Traits.Get(name); t != nil {
 			out = append(out, *t)
 		}
 	}
@@ -29,11 +29,14 @@ func (s *Store) ProviderTraits(p *Provider) []Trait {
 }
 
 // setProviderTraits makes p's traits exactly want, keeping TraitIndex in
-// step. As upstream, the generation is bumped only if something changed.
-func (s *Store) setProviderTraits(p *Provider, want map[string]bool, m Meta) {
+// step, and returns the provider as it is now. As upstream, the generation
+// is bumped only if something changed.
+func (s *Store) setProviderTraits(p *Provider, want map[string]bool, m Meta) *Provider {
+	p = s.editProvider(p)
 	if s.setTraits(p, want) {
 		p.bumpGeneration(m)
 	}
+	return p
 }
 
 // SetProviderTraits is PUT /resource_providers/{uuid}/traits: it replaces
@@ -47,7 +50,7 @@ type SetProviderTraits struct {
 func (c *SetProviderTraits) Kind() string { return "provider.set_traits" }
 
 func (c *SetProviderTraits) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.Provider]
+	p := s.Providers.Get(c.Provider)
 	if p == nil {
 		return nil, ProviderNotFound(c.Provider)
 	}
@@ -58,7 +61,7 @@ func (c *SetProviderTraits) Apply(s *Store, m Meta) (any, error) {
 	want := make(map[string]bool, len(c.Traits))
 	var missing []string
 	for _, t := range c.Traits {
-		if s.Traits[t] == nil {
+		if s.Traits.Get(t) == nil {
 			if !want[t] {
 				missing = append(missing, t)
 			}
@@ -70,7 +73,7 @@ func (c *SetProviderTraits) Apply(s *Store, m Meta) (any, error) {
 		sort.Strings(missing)
 		return nil, Errorf("No such trait %s", strings.Join(missing, ", "))
 	}
-	s.setProviderTraits(p, want, m)
+	p = s.setProviderTraits(p, want, m)
 	return ProviderTraitsResult{Generation: p.Generation, Traits: s.ProviderTraits(p)}, nil
 }
 
@@ -83,11 +86,11 @@ type DeleteProviderTraits struct {
 func (c *DeleteProviderTraits) Kind() string { return "provider.delete_traits" }
 
 func (c *DeleteProviderTraits) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.Provider]
+	p := s.Providers.Get(c.Provider)
 	if p == nil {
 		return nil, ProviderNotFound(c.Provider)
 	}
-	s.setProviderTraits(p, nil, m)
+	p = s.setProviderTraits(p, nil, m)
 	return ProviderTraitsResult{Generation: p.Generation}, nil
 }
 
@@ -113,17 +116,17 @@ func (s *Store) ListTraits(f TraitFilter) []Trait {
 		prefix = likePrefix(*f.Prefix)
 	}
 	var out []Trait
-	for _, name := range SortedKeys(s.Traits) {
+	for name, t := range s.Traits.All() {
 		if in != nil && !in[name] {
 			continue
 		}
 		if prefix != nil && !prefix.MatchString(name) {
 			continue
 		}
-		if f.Associated != nil && *f.Associated != (len(s.TraitIndex[name]) > 0) {
+		if f.Associated != nil && *f.Associated != s.TraitIndex.Has(name) {
 			continue
 		}
-		out = append(out, *s.Traits[name])
+		out = append(out, *t)
 	}
 	return out
 }

@@ -13,8 +13,8 @@ func invTraitIndexOK(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(fresh.TraitIndex, s.TraitIndex) {
-		t.Fatalf("trait index drifted:\n got %v\nwant %v", s.TraitIndex, fresh.TraitIndex)
+	if !reflect.DeepEqual(plainIndex(fresh.TraitIndex), plainIndex(s.TraitIndex)) {
+		t.Fatalf("trait index drifted:\n got %v\nwant %v", plainIndex(s.TraitIndex), plainIndex(fresh.TraitIndex))
 	}
 }
 
@@ -39,7 +39,7 @@ func TestSetProviderTraits(t *testing.T) {
 	if !res.Traits[0].Created.Equal(invT0) {
 		t.Fatalf("trait timestamps not copied: %+v", res.Traits[0])
 	}
-	if p := s.Providers["rp1"]; !p.Updated.Equal(later) {
+	if p := s.Providers.Get("rp1"); !p.Updated.Equal(later) {
 		t.Fatalf("provider updated %v", p.Updated)
 	}
 	invTraitIndexOK(t, s)
@@ -52,7 +52,7 @@ func TestSetProviderTraits(t *testing.T) {
 	if g := v.(ProviderTraitsResult).Generation; g != 2 {
 		t.Fatalf("generation %d, want 2", g)
 	}
-	if _, ok := s.TraitIndex["CUSTOM_A"]; ok {
+	if ok := s.TraitIndex.Has("CUSTOM_A"); ok {
 		t.Fatal("CUSTOM_A still indexed")
 	}
 	invTraitIndexOK(t, s)
@@ -75,13 +75,13 @@ func TestDeleteProviderTraits(t *testing.T) {
 	invReject(t, s, &DeleteProviderTraits{Provider: "nope"}, NotFound, CodeDefault, "No resource provider with uuid nope found")
 	// Nothing to remove: the generation stays.
 	invApply(t, s, &DeleteProviderTraits{Provider: "rp1"}, invT0)
-	if g := s.Providers["rp1"].Generation; g != 0 {
+	if g := s.Providers.Get("rp1").Generation; g != 0 {
 		t.Fatalf("generation %d, want 0", g)
 	}
 	invApply(t, s, &SetProviderTraits{Provider: "rp1", Generation: 0, Traits: []string{"HW_CPU_X86_SSE"}}, invT0)
 	v := invApply(t, s, &DeleteProviderTraits{Provider: "rp1"}, invT0)
-	if g := v.(ProviderTraitsResult).Generation; g != 2 || len(s.Providers["rp1"].Traits) != 0 {
-		t.Fatalf("generation %d traits %v", g, s.Providers["rp1"].Traits)
+	if g := v.(ProviderTraitsResult).Generation; g != 2 || len(s.Providers.Get("rp1").Traits) != 0 {
+		t.Fatalf("generation %d traits %v", g, s.Providers.Get("rp1").Traits)
 	}
 	invTraitIndexOK(t, s)
 	// With no provider holding it, the custom trait can go.
@@ -105,7 +105,7 @@ func TestTraitCommands(t *testing.T) {
 	invReject(t, s, &DeleteTrait{Name: "CUSTOM_NONE"}, NotFound, CodeDefault, "No such trait(s): CUSTOM_NONE.")
 	invReject(t, s, &DeleteTrait{Name: "HW_CPU_X86_SSE"}, BadRequest, CodeDefault, "Cannot delete standard trait HW_CPU_X86_SSE.")
 	invApply(t, s, &DeleteTrait{Name: "CUSTOM_A"}, invT0)
-	if s.Traits["CUSTOM_A"] != nil {
+	if s.Traits.Get("CUSTOM_A") != nil {
 		t.Fatal("trait not deleted")
 	}
 }
@@ -149,10 +149,10 @@ func TestProviderTraitSetsShared(t *testing.T) {
 	}
 	set := func(u string, traits ...string) {
 		t.Helper()
-		alMust(t, s, &SetProviderTraits{Provider: u, Generation: s.Providers[u].Generation, Traits: traits})
+		alMust(t, s, &SetProviderTraits{Provider: u, Generation: s.Providers.Get(u).Generation, Traits: traits})
 	}
 	same := func(a, b string) bool {
-		return reflect.ValueOf(s.Providers[a].Traits).UnsafePointer() == reflect.ValueOf(s.Providers[b].Traits).UnsafePointer()
+		return reflect.ValueOf(s.Providers.Get(a).Traits).UnsafePointer() == reflect.ValueOf(s.Providers.Get(b).Traits).UnsafePointer()
 	}
 	set("rp1", "HW_CPU_X86_AVX", "COMPUTE_NODE")
 	set("rp2", "COMPUTE_NODE", "HW_CPU_X86_AVX")
@@ -160,19 +160,19 @@ func TestProviderTraitSetsShared(t *testing.T) {
 	if !same("rp1", "rp2") || same("rp1", "rp3") {
 		t.Fatalf("rp1/rp2 shared %v, rp1/rp3 shared %v", same("rp1", "rp2"), same("rp1", "rp3"))
 	}
-	shared := s.Providers["rp2"].Traits
+	shared := s.Providers.Get("rp2").Traits
 	set("rp1", "COMPUTE_NODE")
 	if !reflect.DeepEqual(shared, map[string]bool{"HW_CPU_X86_AVX": true, "COMPUTE_NODE": true}) || !same("rp1", "rp3") {
 		t.Fatalf("changing rp1 changed rp2's traits to %v (or rp1 did not join rp3's set)", shared)
 	}
 	alMust(t, s, &DeleteProvider{UUID: "rp2"})
-	if len(s.traitSets) != 1 || s.traitSets["COMPUTE_NODE"].providers != 2 {
-		t.Errorf("shared sets %v", s.traitSets)
+	if len(s.traitSets.sets) != 1 || s.traitSets.sets["COMPUTE_NODE"].providers != 2 {
+		t.Errorf("shared sets %v", s.traitSets.sets)
 	}
 	set("rp1")
 	set("rp3")
-	if len(s.traitSets) != 0 || len(s.Providers["rp1"].Traits) != 0 {
-		t.Errorf("shared sets %v left after every provider dropped its traits", s.traitSets)
+	if len(s.traitSets.sets) != 0 || len(s.Providers.Get("rp1").Traits) != 0 {
+		t.Errorf("shared sets %v left after every provider dropped its traits", s.traitSets.sets)
 	}
 	invTraitIndexOK(t, s)
 	// A restored store shares them too.
@@ -182,8 +182,8 @@ func TestProviderTraitSetsShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := fresh.Providers["rp1"].Traits, fresh.Providers["rp3"].Traits
-	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() || fresh.traitSets["COMPUTE_NODE"].providers != 2 {
+	a, b := fresh.Providers.Get("rp1").Traits, fresh.Providers.Get("rp3").Traits
+	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() || fresh.traitSets.sets["COMPUTE_NODE"].providers != 2 {
 		t.Errorf("Load did not share the trait set")
 	}
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -50,12 +51,7 @@ func ProviderNotFound(uuid string) *Error {
 // ProvidersByID lists every provider in creation order (upstream's id
 // order, the order listings use).
 func (s *Store) ProvidersByID() []*Provider {
-	out := make([]*Provider, 0, len(s.Providers))
-	for _, p := range s.Providers {
-		out = append(out, p)
-	}
-	sortByID(out)
-	return out
+	return slices.Collect(s.Providers.InOrder())
 }
 
 func sortByID(ps []*Provider) {
@@ -66,7 +62,7 @@ func sortByID(ps []*Provider) {
 func (s *Store) Subtree(uuid string) []string {
 	out := []string{uuid}
 	for i := 0; i < len(out); i++ {
-		out = append(out, SortedKeys(s.Children[out[i]])...)
+		out = append(out, s.Children.Get(out[i]).Sorted()...)
 	}
 	return out
 }
@@ -91,17 +87,17 @@ func (c *CreateProvider) Apply(s *Store, m Meta) (any, error) {
 			return nil, c.actionError("parent provider UUID cannot be same as UUID. " +
 				"Please set parent provider UUID to None if there is no parent.")
 		}
-		parent := s.Providers[c.ParentUUID]
+		parent := s.Providers.Get(c.ParentUUID)
 		if parent == nil {
 			return nil, c.actionError("parent provider UUID does not exist.")
 		}
 		root = parent.RootUUID
 	}
 	var dups []string
-	if s.Providers[c.UUID] != nil {
+	if s.Providers.Get(c.UUID) != nil {
 		dups = append(dups, "uuid: "+c.UUID)
 	}
-	if _, taken := s.ProviderByName[c.Name]; taken {
+	if s.ProviderByName.Has(c.Name) {
 		dups = append(dups, "name: "+c.Name)
 	}
 	if len(dups) > 0 {
@@ -115,10 +111,10 @@ func (c *CreateProvider) Apply(s *Store, m Meta) (any, error) {
 		Aggregates: map[string]bool{}, Usages: map[string]int64{},
 	}
 	s.NextProviderID++
-	s.Providers[p.UUID] = p
-	s.ProviderByName[p.Name] = p.UUID
+	s.putProvider(p)
+	s.ProviderByName = s.ProviderByName.set(p.Name, p.UUID)
 	if p.ParentUUID != "" {
-		addToSet(s.Children, p.ParentUUID, p.UUID)
+		s.Children = addToSet(s.Children, p.ParentUUID, p.UUID)
 	}
 	return p.Summary(), nil
 }
@@ -146,7 +142,7 @@ func (c *UpdateProvider) saveError(action, reason string) *Error {
 }
 
 func (c *UpdateProvider) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.UUID]
+	p := s.Providers.Get(c.UUID)
 	if p == nil {
 		return nil, ProviderNotFound(c.UUID)
 	}
@@ -158,7 +154,7 @@ func (c *UpdateProvider) Apply(s *Store, m Meta) (any, error) {
 	}
 	newRoot := p.RootUUID
 	if newParent != "" {
-		parent := s.Providers[newParent]
+		parent := s.Providers.Get(newParent)
 		if parent == nil {
 			// Upstream reports this one as a "create" action.
 			return nil, c.saveError("create", "parent provider UUID does not exist.")
@@ -178,28 +174,29 @@ func (c *UpdateProvider) Apply(s *Store, m Meta) (any, error) {
 		}
 		newRoot = p.UUID
 	}
-	if owner, taken := s.ProviderByName[c.Name]; taken && owner != p.UUID {
+	if owner, taken := s.ProviderByName.Lookup(c.Name); taken && owner != p.UUID {
 		return nil, Conflictf(CodeDuplicateName, "Conflicting resource provider %s already exists.", c.Name)
 	}
 
 	if c.Name == p.Name && newParent == p.ParentUUID {
 		return p.Summary(), nil
 	}
-	delete(s.ProviderByName, p.Name)
+	p = s.editProvider(p)
+	s.ProviderByName = s.ProviderByName.delete(p.Name)
 	p.Name = c.Name
-	s.ProviderByName[p.Name] = p.UUID
+	s.ProviderByName = s.ProviderByName.set(p.Name, p.UUID)
 	if newParent != p.ParentUUID {
 		if p.ParentUUID != "" {
-			removeFromSet(s.Children, p.ParentUUID, p.UUID)
+			s.Children = removeFromSet(s.Children, p.ParentUUID, p.UUID)
 		}
 		if newParent != "" {
-			addToSet(s.Children, newParent, p.UUID)
+			s.Children = addToSet(s.Children, newParent, p.UUID)
 		}
 		p.ParentUUID = newParent
 	}
 	if newRoot != p.RootUUID {
 		for _, u := range s.Subtree(p.UUID) {
-			d := s.Providers[u]
+			d := s.editProvider(s.Providers.Get(u))
 			d.RootUUID = newRoot
 			if u != p.UUID {
 				d.Updated = m.Time
@@ -217,28 +214,27 @@ type DeleteProvider struct{ UUID string }
 func (c *DeleteProvider) Kind() string { return "provider.delete" }
 
 func (c *DeleteProvider) Apply(s *Store, m Meta) (any, error) {
-	p := s.Providers[c.UUID]
+	p := s.Providers.Get(c.UUID)
 	if p == nil {
 		return nil, NotFoundf("No resource provider with uuid %s found for delete", c.UUID)
 	}
-	if len(s.Children[p.UUID]) > 0 {
+	if s.Children.Get(p.UUID).Len() > 0 {
 		return nil, Conflictf(CodeProviderCannotDeleteParent,
 			"Unable to delete parent resource provider %s: It has child resource providers.", p.UUID)
 	}
-	if len(s.ProviderConsumers[p.UUID]) > 0 {
+	if s.ProviderConsumers.Get(p.UUID).Len() > 0 {
 		return nil, Conflictf(CodeProviderInUse,
 			"Unable to delete resource provider %s: Resource provider has allocations.", p.UUID)
 	}
+	p = s.editProvider(p)
 	s.setTraits(p, nil)
 	for a := range p.Aggregates {
-		removeFromSet(s.AggregateIndex, a, p.UUID)
+		s.AggregateIndex = removeFromSet(s.AggregateIndex, a, p.UUID)
 	}
 	if p.ParentUUID != "" {
-		removeFromSet(s.Children, p.ParentUUID, p.UUID)
+		s.Children = removeFromSet(s.Children, p.ParentUUID, p.UUID)
 	}
-	delete(s.Children, p.UUID)
-	delete(s.ProviderConsumers, p.UUID)
-	delete(s.ProviderByName, p.Name)
-	delete(s.Providers, p.UUID)
+	s.ProviderByName = s.ProviderByName.delete(p.Name)
+	s.Providers = s.Providers.remove(p)
 	return nil, nil
 }

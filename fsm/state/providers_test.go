@@ -51,7 +51,7 @@ func provSnapshot(t *testing.T, s *Store) string {
 		Img                                      *Image
 		ByName                                   map[string]string
 		Children, AggregateIndex, TraitIndex, PC map[string]map[string]bool
-	}{s.Image(), s.ProviderByName, s.Children, s.AggregateIndex, s.TraitIndex, s.ProviderConsumers})
+	}{s.Image(), plainMap(s.ProviderByName), plainIndex(s.Children), plainIndex(s.AggregateIndex), plainIndex(s.TraitIndex), plainIndex(s.ProviderConsumers)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,19 +67,19 @@ func provCheckIndexes(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 	for name, pair := range map[string][2]any{
-		"ProviderByName": {s.ProviderByName, re.ProviderByName},
-		"Children":       {s.Children, re.Children},
-		"AggregateIndex": {s.AggregateIndex, re.AggregateIndex},
-		"TraitIndex":     {s.TraitIndex, re.TraitIndex},
+		"ProviderByName": {plainMap(s.ProviderByName), plainMap(re.ProviderByName)},
+		"Children":       {plainIndex(s.Children), plainIndex(re.Children)},
+		"AggregateIndex": {plainIndex(s.AggregateIndex), plainIndex(re.AggregateIndex)},
+		"TraitIndex":     {plainIndex(s.TraitIndex), plainIndex(re.TraitIndex)},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("%s = %v, rebuilt %v", name, pair[0], pair[1])
 		}
 	}
-	for _, p := range s.Providers {
+	for p := range s.Providers.InOrder() {
 		top := p
 		for top.ParentUUID != "" {
-			top = s.Providers[top.ParentUUID]
+			top = s.Providers.Get(top.ParentUUID)
 		}
 		if p.RootUUID != top.UUID {
 			t.Errorf("provider %s root %s, want %s", p.UUID, p.RootUUID, top.UUID)
@@ -104,7 +104,7 @@ func TestCreateProvider(t *testing.T) {
 	if g.RootUUID != rpA {
 		t.Fatalf("grandchild root %s", g.RootUUID)
 	}
-	if s.ProviderByName["b"] != rpB || !s.Children[rpA][rpB] || !s.Children[rpB][rpC] {
+	if s.ProviderByName.Get("b") != rpB || !s.Children.Get(rpA).Has(rpB) || !s.Children.Get(rpB).Has(rpC) {
 		t.Fatalf("indexes not kept: %v %v", s.ProviderByName, s.Children)
 	}
 	provCheckIndexes(t, s)
@@ -155,7 +155,7 @@ func TestUpdateProviderName(t *testing.T) {
 	if p.Name != "bee" || p.ParentUUID != rpA || p.Generation != 0 || !p.Updated.Equal(later.Time) {
 		t.Fatalf("updated %+v", p)
 	}
-	if _, old := s.ProviderByName["b"]; old || s.ProviderByName["bee"] != rpB {
+	if old := s.ProviderByName.Has("b"); old || s.ProviderByName.Get("bee") != rpB {
 		t.Fatalf("ProviderByName %v", s.ProviderByName)
 	}
 	// Keeping one's own name is not a conflict; an unchanged provider keeps
@@ -172,25 +172,25 @@ func TestUpdateProviderParenting(t *testing.T) {
 	// Giving a root a parent is allowed before 1.37; its subtree follows.
 	provApply(t, s, &UpdateProvider{UUID: rpA, Name: "a", ParentUUID: provStr(rpD)})
 	for _, u := range []string{rpA, rpB, rpC, rpD} {
-		if s.Providers[u].RootUUID != rpD {
-			t.Errorf("%s root %s after parenting A under D", u, s.Providers[u].RootUUID)
+		if s.Providers.Get(u).RootUUID != rpD {
+			t.Errorf("%s root %s after parenting A under D", u, s.Providers.Get(u).RootUUID)
 		}
 	}
 	provCheckIndexes(t, s)
 	// Re-parent B (with C) under D, then un-parent it.
 	provApply(t, s, &UpdateProvider{UUID: rpB, Name: "b", ParentUUID: provStr(rpD), AllowReparenting: true})
-	if s.Children[rpA] != nil || !s.Children[rpD][rpB] {
+	if s.Children.Has(rpA) || !s.Children.Get(rpD).Has(rpB) {
 		t.Errorf("children after re-parent: %v", s.Children)
 	}
 	provCheckIndexes(t, s)
 	provApply(t, s, &UpdateProvider{UUID: rpB, Name: "b", ParentUUID: provStr(""), AllowReparenting: true})
-	if s.Providers[rpB].RootUUID != rpB || s.Providers[rpC].RootUUID != rpB || s.Providers[rpB].ParentUUID != "" {
-		t.Errorf("un-parented B: %+v, C root %s", s.Providers[rpB].Summary(), s.Providers[rpC].RootUUID)
+	if s.Providers.Get(rpB).RootUUID != rpB || s.Providers.Get(rpC).RootUUID != rpB || s.Providers.Get(rpB).ParentUUID != "" {
+		t.Errorf("un-parented B: %+v, C root %s", s.Providers.Get(rpB).Summary(), s.Providers.Get(rpC).RootUUID)
 	}
 	provCheckIndexes(t, s)
 	// A body without parent keeps the parent.
 	provApply(t, s, &UpdateProvider{UUID: rpC, Name: "c2"})
-	if s.Providers[rpC].ParentUUID != rpB {
+	if s.Providers.Get(rpC).ParentUUID != rpB {
 		t.Errorf("parent lost")
 	}
 	provCheckIndexes(t, s)
@@ -217,9 +217,9 @@ func TestUpdateProviderRejections(t *testing.T) {
 
 func TestDeleteProvider(t *testing.T) {
 	s := provTree(t)
-	c := s.Providers[rpC]
+	c := s.Providers.Get(rpC)
 	c.Traits["CUSTOM_T"] = true
-	addToSet(s.TraitIndex, "CUSTOM_T", rpC)
+	s.TraitIndex = addToSet(s.TraitIndex, "CUSTOM_T", rpC)
 	provApply(t, s, &SetAggregates{UUID: rpC, Aggregates: []string{rpE}})
 	provApply(t, s, &SetAggregates{UUID: rpD, Aggregates: []string{rpE}})
 
@@ -227,14 +227,14 @@ func TestDeleteProvider(t *testing.T) {
 		"No resource provider with uuid "+rpE+" found for delete")
 	provReject(t, s, &DeleteProvider{UUID: rpB}, Conflict, CodeProviderCannotDeleteParent,
 		"Unable to delete parent resource provider "+rpB+": It has child resource providers.")
-	addToSet(s.ProviderConsumers, rpC, "consumer")
+	s.ProviderConsumers = addToSet(s.ProviderConsumers, rpC, "consumer")
 	provReject(t, s, &DeleteProvider{UUID: rpC}, Conflict, CodeProviderInUse,
 		"Unable to delete resource provider "+rpC+": Resource provider has allocations.")
-	removeFromSet(s.ProviderConsumers, rpC, "consumer")
+	s.ProviderConsumers = removeFromSet(s.ProviderConsumers, rpC, "consumer")
 
 	provApply(t, s, &DeleteProvider{UUID: rpC})
-	if s.Providers[rpC] != nil || s.ProviderByName["c"] != "" || s.Children[rpB] != nil ||
-		s.TraitIndex["CUSTOM_T"] != nil || s.AggregateIndex[rpE][rpC] || !s.AggregateIndex[rpE][rpD] {
+	if s.Providers.Get(rpC) != nil || s.ProviderByName.Get("c") != "" || s.Children.Has(rpB) ||
+		s.TraitIndex.Has("CUSTOM_T") || s.AggregateIndex.Get(rpE).Has(rpC) || !s.AggregateIndex.Get(rpE).Has(rpD) {
 		t.Fatalf("delete left traces: names %v children %v traits %v aggs %v",
 			s.ProviderByName, s.Children, s.TraitIndex, s.AggregateIndex)
 	}

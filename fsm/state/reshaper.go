@@ -42,7 +42,7 @@ func (c *Reshape) Apply(s *Store, m Meta) (any, error) {
 			return nil, Errorf("malformed reshaper data: provider %s given twice in inventories", ri.Provider)
 		}
 		seen[ri.Provider] = true
-		p := s.Providers[ri.Provider]
+		p := s.Providers.Get(ri.Provider)
 		if p == nil {
 			return nil, newError(BadRequest, CodeProviderNotFound,
 				"Resource provider %s in inventories not found: No resource provider with uuid %s found",
@@ -72,14 +72,14 @@ func (c *Reshape) Apply(s *Store, m Meta) (any, error) {
 		if len(ri.Inventories) == 0 {
 			continue
 		}
-		p := s.Providers[ri.Provider]
+		p := s.Providers.Get(ri.Provider)
 		inv := make(map[string]*Inventory, len(p.Inventories)+len(ri.Inventories))
 		for class, old := range p.Inventories {
 			inv[class] = old
 		}
 		for i := range ri.Inventories {
 			v := &ri.Inventories[i]
-			if s.Classes[v.Class] == nil {
+			if s.Classes.Get(v.Class) == nil {
 				return nil, wrap(&planFailure{failNoClass, NotFoundf("No such resource class %s.", v.Class)})
 			}
 			inv[v.Class] = newInventory(v, m)
@@ -99,7 +99,7 @@ func (c *Reshape) Apply(s *Store, m Meta) (any, error) {
 
 	// The final inventory may drop only classes left without allocations.
 	for _, ri := range c.Inventories {
-		p := s.Providers[ri.Provider]
+		p := s.Providers.Get(ri.Provider)
 		keep := map[string]bool{}
 		for _, v := range ri.Inventories {
 			keep[v.Class] = true
@@ -119,11 +119,11 @@ func (c *Reshape) Apply(s *Store, m Meta) (any, error) {
 
 	s.applyAllocationPlan(plan, m)
 	for _, ri := range c.Inventories {
-		p := s.Providers[ri.Provider]
+		p := s.editProvider(s.Providers.Get(ri.Provider))
 		if len(ri.Inventories) > 0 {
 			p.bumpGeneration(m) // the interim inventory
 		}
-		if msg := s.replaceInventories(p, ri.Inventories, m); msg != "" {
+		if _, msg := s.replaceInventories(p, ri.Inventories, m); msg != "" {
 			// Ruled out above; going on would leave a half-applied reshape.
 			panic(fmt.Sprintf("reshape: final inventory of %s refused after checks: %s", p.UUID, msg))
 		}

@@ -19,7 +19,7 @@ func alFixture(t *testing.T) *Store {
 	alt := alClaim("alt", "rp", "DISK_GB", 20, "VCPU", 1)
 	alt.UserID = "alt-user"
 	alMust(t, s, alPut(alt))
-	if g := s.Providers["rp"].Generation; g != 5 {
+	if g := s.Providers.Get("rp").Generation; g != 5 {
 		t.Fatalf("fixture generation %d, want 5", g)
 	}
 	return s
@@ -56,7 +56,7 @@ func TestReshapeMovesInventoryAndAllocations(t *testing.T) {
 		},
 	}
 	alMust(t, s, move)
-	rp, child := s.Providers["rp"], s.Providers["child"]
+	rp, child := s.Providers.Get("rp"), s.Providers.Get("child")
 	if rp.Generation != 8 || child.Generation != 3 {
 		t.Fatalf("generations rp %d child %d, want 8 and 3", rp.Generation, child.Generation)
 	}
@@ -90,7 +90,7 @@ func TestReshapeMovesInventoryAndAllocations(t *testing.T) {
 	if rp.Usages["VCPU"] != 9 || rp.Usages["DISK_GB"] != 1040 || len(child.Usages) != 0 || len(child.Inventories) != 0 {
 		t.Fatalf("rp usages %v, child usages %v inventories %v", rp.Usages, child.Usages, child.Inventories)
 	}
-	if s.Consumers["c1"] != nil {
+	if s.Consumers.Get("c1") != nil {
 		t.Error("emptied consumer kept")
 	}
 	alCheckIndexes(t, s)

@@ -2,6 +2,7 @@ package state
 
 import (
 	_ "embed"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -140,22 +141,29 @@ type UsageTotals struct {
 	Used      map[string]int64
 }
 
-// Store is the whole placement state with its indexes.
+// Store is one version of the whole placement state with its indexes.
+//
+// A published version never changes: every map in it is persistent
+// (pmap.go) and every record reachable from it (providers, inventories,
+// trait and aggregate sets, consumers, usage totals) is replaced, not
+// changed, by a write. The writer applies commands to a copy of the
+// version struct (Edit, Apply) and publishes the result as the next
+// version; readers may hold a version as long as they like.
 type Store struct {
-	Providers      map[string]*Provider // by uuid
-	ProviderByName map[string]string    // name -> uuid
-	Children       map[string]map[string]bool
-	AggregateIndex map[string]map[string]bool // aggregate -> provider uuids
-	TraitIndex     map[string]map[string]bool // trait -> provider uuids
+	Providers      ProviderMap
+	ProviderByName Map[string, string] // name -> uuid
+	Children       Index               // provider -> child uuids
+	AggregateIndex Index               // aggregate -> provider uuids
+	TraitIndex     Index               // trait -> provider uuids
 	// ProviderConsumers lists the consumers holding allocations on each
 	// provider.
-	ProviderConsumers map[string]map[string]bool
+	ProviderConsumers Index
 
-	Classes       map[string]*ResourceClass
-	Traits        map[string]*Trait
-	ConsumerTypes map[string]*ConsumerType
-	Consumers     map[string]*Consumer
-	Usage         map[UsageKey]*UsageTotals
+	Classes       Map[string, *ResourceClass]
+	Traits        Map[string, *Trait]
+	ConsumerTypes Map[string, *ConsumerType]
+	Consumers     Map[string, *Consumer]
+	Usage         Map[UsageKey, *UsageTotals]
 
 	NextProviderID     int64
 	NextClassID        int
@@ -163,41 +171,109 @@ type Store struct {
 	// LastIndex is the Raft index of the last command applied.
 	LastIndex uint64
 
-	// traitSets holds the trait sets providers share, by their sorted
-	// names (see setTraits).
-	traitSets map[string]*sharedTraits
+	// traitSets holds the trait sets providers share (see setTraits). It
+	// is the writer's cache, shared by the versions of one lineage and
+	// never read by readers.
+	traitSets *traitCache
 
-	// order caches the providers in ID order for searches (see
-	// candidate_index.go); it is rebuilt by readers, never by writes.
-	order orderCache
+	// edits holds the records the command being applied has copied and
+	// may still change in place; nil outside Apply (always in a published
+	// version).
+	edits *edits
+}
+
+// edits are the copies one command made: no reader has seen them yet.
+type edits struct {
+	providers map[string]*Provider
+	usage     map[UsageKey]*UsageTotals
 }
 
 // New returns a store holding only the standard resource classes and traits.
 // Their timestamps are the zero time: they exist from the beginning.
 func New() *Store {
-	s := &Store{
-		Providers:          map[string]*Provider{},
-		ProviderByName:     map[string]string{},
-		Children:           map[string]map[string]bool{},
-		AggregateIndex:     map[string]map[string]bool{},
-		TraitIndex:         map[string]map[string]bool{},
-		ProviderConsumers:  map[string]map[string]bool{},
-		Classes:            map[string]*ResourceClass{},
-		Traits:             map[string]*Trait{},
-		ConsumerTypes:      map[string]*ConsumerType{},
-		Consumers:          map[string]*Consumer{},
-		Usage:              map[UsageKey]*UsageTotals{},
+	return &Store{
+		Classes:            standardClasses,
+		Traits:             standardTraits,
 		NextProviderID:     1,
 		NextClassID:        MinCustomClassID,
 		NextConsumerTypeID: 1,
+		traitSets:          &traitCache{},
 	}
+}
+
+// The standard classes and traits, built once: maps are persistent, so
+// every new store can start from the same ones.
+var standardClasses, standardTraits = func() (Map[string, *ResourceClass], Map[string, *Trait]) {
+	classes := newMapBuilder[string, *ResourceClass]()
 	for i, name := range StandardResourceClasses {
-		s.Classes[name] = &ResourceClass{ID: i, Name: name}
+		classes.set(name, &ResourceClass{ID: i, Name: name})
 	}
+	traits := newMapBuilder[string, *Trait]()
 	for _, name := range StandardTraits {
-		s.Traits[name] = &Trait{Name: name, Standard: true}
+		traits.set(name, &Trait{Name: name, Standard: true})
 	}
-	return s
+	return classes.done(), traits.done()
+}()
+
+// Edit returns a copy of the version for a writer to apply commands to
+// (Apply); s is left as it is and may still be read.
+func (s *Store) Edit() *Store {
+	e := *s
+	e.edits = nil
+	return &e
+}
+
+// Apply applies cmd to a store being edited. A rejected command leaves the
+// store exactly as it was: the version struct is restored from a copy
+// taken before (the maps it points to are persistent, so the copy is the
+// whole state), whatever the command did before it failed.
+func (s *Store) Apply(cmd Command, m Meta) (any, error) {
+	saved := *s
+	s.edits = &edits{}
+	v, err := cmd.Apply(s, m)
+	s.edits = nil
+	if err != nil {
+		*s = saved
+	}
+	return v, err
+}
+
+// editProvider returns a copy of p that the current command may change in
+// place, stored in the providers in p's stead: the first call of a command
+// copies p (its own fields and its inventory, aggregate and usage maps;
+// the trait set is shared and only ever replaced), later calls of the same
+// command return that copy.
+func (s *Store) editProvider(p *Provider) *Provider {
+	e := s.edit()
+	if q := e.providers[p.UUID]; q != nil {
+		return q
+	}
+	q := *p
+	q.Inventories = maps.Clone(p.Inventories)
+	q.Aggregates = maps.Clone(p.Aggregates)
+	q.Usages = maps.Clone(p.Usages)
+	s.putProvider(&q)
+	return &q
+}
+
+// putProvider stores a provider the current command made or copied.
+func (s *Store) putProvider(p *Provider) {
+	s.Providers = s.Providers.put(p)
+	e := s.edit()
+	if e.providers == nil {
+		e.providers = map[string]*Provider{}
+	}
+	e.providers[p.UUID] = p
+}
+
+// edit returns the current command's copies. A command applied other
+// than through Apply (a test's) starts them here; they then last until
+// the next Apply, as if the commands were one.
+func (s *Store) edit() *edits {
+	if s.edits == nil {
+		s.edits = &edits{}
+	}
+	return s.edits
 }
 
 // Meta is what the proposing node fixed for a command: the time it counts
@@ -247,7 +323,8 @@ func CommandKinds() []string {
 }
 
 // setTraits gives p exactly the traits in want (names of known traits),
-// keeping TraitIndex in step, and reports whether they changed.
+// keeping TraitIndex in step, and reports whether they changed. p must be
+// the current command's copy (editProvider) or a new provider.
 //
 // A provider's Traits map is never changed in place: it is replaced, and
 // providers with the same traits share one map. A large cloud's providers
@@ -258,19 +335,19 @@ func (s *Store) setTraits(p *Provider, want map[string]bool) bool {
 	changed := false
 	for t := range p.Traits {
 		if !want[t] {
-			removeFromSet(s.TraitIndex, t, p.UUID)
+			s.TraitIndex = removeFromSet(s.TraitIndex, t, p.UUID)
 			changed = true
 		}
 	}
 	for t := range want {
 		if !p.Traits[t] {
-			addToSet(s.TraitIndex, s.traitName(t), p.UUID)
+			s.TraitIndex = addToSet(s.TraitIndex, s.traitName(t), p.UUID)
 			changed = true
 		}
 	}
 	if changed {
-		s.releaseTraits(p.Traits)
-		p.Traits = s.shareTraits(want)
+		s.traitSets.release(p.Traits)
+		p.Traits = s.traitSets.share(want, s.traitName)
 	}
 	return changed
 }
@@ -278,10 +355,16 @@ func (s *Store) setTraits(p *Provider, want map[string]bool) bool {
 // traitName is the trait's own copy of its name, so that indexes and
 // sets do not each keep the copy decoded from a command or a snapshot.
 func (s *Store) traitName(name string) string {
-	if t := s.Traits[name]; t != nil {
+	if t := s.Traits.Get(name); t != nil {
 		return t.Name
 	}
 	return name
+}
+
+// traitCache holds the trait sets providers share, by their sorted names,
+// with how many providers hold each. Only the writer uses it.
+type traitCache struct {
+	sets map[string]*sharedTraits
 }
 
 // sharedTraits is one trait set and how many providers hold it.
@@ -294,68 +377,51 @@ func traitSetKey(set map[string]bool) string {
 	return strings.Join(SortedKeys(set), "\x00")
 }
 
-// shareTraits returns the shared map holding exactly the names in want.
-func (s *Store) shareTraits(want map[string]bool) map[string]bool {
+// share returns the shared map holding exactly the names in want; name
+// gives the canonical copy of a name.
+func (c *traitCache) share(want map[string]bool, name func(string) string) map[string]bool {
 	if len(want) == 0 {
 		return map[string]bool{}
 	}
 	key := traitSetKey(want)
-	st := s.traitSets[key]
+	st := c.sets[key]
 	if st == nil {
 		st = &sharedTraits{traits: make(map[string]bool, len(want))}
 		for t := range want {
-			st.traits[s.traitName(t)] = true
+			st.traits[name(t)] = true
 		}
-		if s.traitSets == nil {
-			s.traitSets = map[string]*sharedTraits{}
+		if c.sets == nil {
+			c.sets = map[string]*sharedTraits{}
 		}
-		s.traitSets[key] = st
+		c.sets[key] = st
 	}
 	st.providers++
 	return st.traits
 }
 
-// releaseTraits counts one provider fewer holding set, forgetting the set
-// when none does. The count only decides what is kept for sharing: a set
-// is never changed, so a miscount could cost memory, never correctness.
-func (s *Store) releaseTraits(set map[string]bool) {
+// release counts one provider fewer holding set, forgetting the set when
+// none does. The count only decides what is kept for sharing: a set is
+// never changed, so a miscount (a rejected command's, say) could cost
+// memory, never correctness.
+func (c *traitCache) release(set map[string]bool) {
 	if len(set) == 0 {
 		return
 	}
 	key := traitSetKey(set)
-	if st := s.traitSets[key]; st != nil {
+	if st := c.sets[key]; st != nil {
 		if st.providers--; st.providers <= 0 {
-			delete(s.traitSets, key)
+			delete(c.sets, key)
 		}
 	}
 }
 
-// addProviderAggregate puts p in aggregate a, sharing one copy of the
-// aggregate's uuid among its members (see traitName).
+// addProviderAggregate puts p (the current command's copy, or a new
+// provider) in aggregate a, sharing one copy of the aggregate's uuid
+// among its members (see traitName).
 func (s *Store) addProviderAggregate(p *Provider, a string) {
 	a = intern(a)
 	p.Aggregates[a] = true
-	addToSet(s.AggregateIndex, a, p.UUID)
-}
-
-// addToSet adds member to the set stored under key in index.
-func addToSet(index map[string]map[string]bool, key, member string) {
-	set := index[key]
-	if set == nil {
-		set = map[string]bool{}
-		index[key] = set
-	}
-	set[member] = true
-}
-
-// removeFromSet removes member from the set under key, dropping empty sets.
-func removeFromSet(index map[string]map[string]bool, key, member string) {
-	if set := index[key]; set != nil {
-		delete(set, member)
-		if len(set) == 0 {
-			delete(index, key)
-		}
-	}
+	s.AggregateIndex = addToSet(s.AggregateIndex, a, p.UUID)
 }
 
 // intern returns the canonical copy of s. A million consumers name a few
@@ -374,13 +440,17 @@ func intern(s string) string {
 // providers' and classes' own strings. c.Allocations must be c's own (not
 // yet stored) slice.
 func (s *Store) internConsumer(c *Consumer) {
+	s.internConsumerWith(c, s.Providers.Get)
+}
+
+func (s *Store) internConsumerWith(c *Consumer, provider func(string) *Provider) {
 	c.ProjectID, c.UserID, c.Type = intern(c.ProjectID), intern(c.UserID), intern(c.Type)
 	for i := range c.Allocations {
 		a := &c.Allocations[i]
-		if p := s.Providers[a.ProviderUUID]; p != nil {
+		if p := provider(a.ProviderUUID); p != nil {
 			a.ProviderUUID = p.UUID
 		}
-		if rc := s.Classes[a.Class]; rc != nil {
+		if rc := s.Classes.Get(a.Class); rc != nil {
 			a.Class = rc.Name
 		}
 	}

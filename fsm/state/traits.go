@@ -18,11 +18,11 @@ type CreateTraitResult struct {
 }
 
 func (c *CreateTrait) Apply(s *Store, m Meta) (any, error) {
-	if t, ok := s.Traits[c.Name]; ok {
+	if t := s.Traits.Get(c.Name); t != nil {
 		return CreateTraitResult{Trait: *t}, nil
 	}
 	t := &Trait{Name: c.Name, Created: m.Time}
-	s.Traits[c.Name] = t
+	s.Traits = s.Traits.set(c.Name, t)
 	return CreateTraitResult{Trait: *t, Created: true}, nil
 }
 
@@ -32,16 +32,16 @@ type DeleteTrait struct{ Name string }
 func (c *DeleteTrait) Kind() string { return "trait.delete" }
 
 func (c *DeleteTrait) Apply(s *Store, m Meta) (any, error) {
-	t, ok := s.Traits[c.Name]
-	if !ok {
+	t := s.Traits.Get(c.Name)
+	if t == nil {
 		return nil, NotFoundf("No such trait(s): %s.", c.Name)
 	}
 	if t.Standard {
 		return nil, Errorf("Cannot delete standard trait %s.", c.Name)
 	}
-	if len(s.TraitIndex[c.Name]) > 0 {
+	if s.TraitIndex.Get(c.Name).Len() > 0 {
 		return nil, Conflictf(CodeDefault, "The trait %s is in use by a resource provider.", c.Name)
 	}
-	delete(s.Traits, c.Name)
+	s.Traits = s.Traits.delete(c.Name)
 	return nil, nil
 }

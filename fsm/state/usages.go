@@ -1,5 +1,7 @@
 package state
 
+import "slices"
+
 // UsageGroup is the usage of the consumers of one type (Type "" is the
 // unknown type) in a project, or a project and user.
 type UsageGroup struct {
@@ -14,12 +16,12 @@ type UsageGroup struct {
 // whatever the number of consumers. Groups are in type name order, the
 // unknown type first.
 func (s *Store) ProjectUsage(project, user string) []UsageGroup {
-	types := make([]string, 0, len(s.ConsumerTypes)+1)
+	types := make([]string, 0, s.ConsumerTypes.Len()+1)
 	types = append(types, "")
-	types = append(types, SortedKeys(s.ConsumerTypes)...)
+	types = slices.AppendSeq(types, s.ConsumerTypes.Keys())
 	var out []UsageGroup
 	for _, t := range types {
-		tot := s.Usage[UsageKey{Project: project, User: user, Type: t}]
+		tot := s.Usage.Get(UsageKey{Project: project, User: user, Type: t})
 		if tot == nil || tot.Consumers == 0 {
 			continue
 		}

@@ -66,8 +66,8 @@ func mustBench(b *testing.B, s *Store, cmd Command, m Meta) {
 // query plus summing the groups as the handler does.
 func BenchmarkProjectUsage(b *testing.B) {
 	s := benchUsageStore(b)
-	if len(s.Consumers) != benchConsumers {
-		b.Fatalf("%d consumers", len(s.Consumers))
+	if s.Consumers.Len() != benchConsumers {
+		b.Fatalf("%d consumers", s.Consumers.Len())
 	}
 	// Every project has 100 consumers: 100 VCPU, 51200 MEMORY_MB.
 	check := func(project string) {

@@ -37,7 +37,7 @@ func Consistent(s *state.Store) error {
 		name      string
 		got, want any
 	}{
-		{"ProviderByName", s.ProviderByName, fresh.ProviderByName},
+		{"ProviderByName", names(s), names(fresh)},
 		{"Children", sets(s.Children), sets(fresh.Children)},
 		{"AggregateIndex", sets(s.AggregateIndex), sets(fresh.AggregateIndex)},
 		{"TraitIndex", sets(s.TraitIndex), sets(fresh.TraitIndex)},
@@ -49,30 +49,38 @@ func Consistent(s *state.Store) error {
 			return fmt.Errorf("index %s drifted:\n have %v\n want %v", ix.name, ix.got, ix.want)
 		}
 	}
-	for u, p := range s.Providers {
+	for p := range s.Providers.InOrder() {
 		for class, used := range p.Usages {
 			if used < 0 {
-				return fmt.Errorf("provider %s: negative usage %d of %s", u, used, class)
+				return fmt.Errorf("provider %s: negative usage %d of %s", p.UUID, used, class)
 			}
 		}
 	}
 	return nil
 }
 
-// sets drops empty sets, which mean the same as absent ones.
-func sets(m map[string]map[string]bool) map[string]map[string]bool {
+// sets copies an index into Go maps (its trees' shapes depend on the
+// order of the changes), dropping empty sets, which mean the same as
+// absent ones.
+func sets(ix state.Index) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
-	for k, set := range m {
-		if len(set) == 0 {
+	for k, set := range ix.All() {
+		if set.Len() == 0 {
 			continue
 		}
 		c := map[string]bool{}
-		for member, in := range set {
-			if in {
-				c[member] = true
-			}
+		for member := range set.All() {
+			c[member] = true
 		}
 		out[k] = c
+	}
+	return out
+}
+
+func names(s *state.Store) map[string]string {
+	out := map[string]string{}
+	for name, uuid := range s.ProviderByName.All() {
+		out[name] = uuid
 	}
 	return out
 }
@@ -89,9 +97,9 @@ func nonZero(m map[string]int64) map[string]int64 {
 
 func providerUsages(s *state.Store) map[string]map[string]int64 {
 	out := map[string]map[string]int64{}
-	for u, p := range s.Providers {
+	for p := range s.Providers.InOrder() {
 		if used := nonZero(p.Usages); len(used) > 0 {
-			out[u] = used
+			out[p.UUID] = used
 		}
 	}
 	return out
@@ -104,7 +112,7 @@ type totals struct {
 
 func usages(s *state.Store) map[state.UsageKey]totals {
 	out := map[state.UsageKey]totals{}
-	for k, t := range s.Usage {
+	for k, t := range s.Usage.All() {
 		if t == nil || (t.Consumers == 0 && len(nonZero(t.Used)) == 0) {
 			continue
 		}

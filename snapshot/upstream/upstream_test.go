@@ -191,7 +191,7 @@ func TestReadRetriesAndDetectsChanges(t *testing.T) {
 				traits = nil
 			}
 			var gen int64
-			src.n.FSM.Read(func(s *state.Store) { gen = s.Providers[rpA].Generation })
+			src.n.FSM.Read(func(s *state.Store) { gen = s.Providers.Get(rpA).Generation })
 			src.apply(t, &state.SetProviderTraits{Provider: rpA, Generation: gen, Traits: traits})
 		}
 	}

@@ -129,7 +129,7 @@ func applyState(t *testing.T, st *state.Store, in Input, at state.Meta) Output {
 		}
 		return out
 	case ReadUsages:
-		return Output{Result: OK, Usages: sortAmounts(in.Provider, st.Providers[in.Provider].Usages)}
+		return Output{Result: OK, Usages: sortAmounts(in.Provider, st.Providers.Get(in.Provider).Usages)}
 	}
 	return Output{Result: resultOf(err)}
 }

@@ -97,7 +97,10 @@ func (s *Store) Image() *Image {
 }
 
 // Load builds a store from an image, rebuilding every index. It fills the
-// maps in place (builders), not through a version per record.
+// maps in place (builders), not through a version per record. It takes
+// the image's consumers as its own and may change them (their strings are
+// interned): the image must be the caller's, as a decoded snapshot is, not
+// one that shares its consumers with a version (Image's).
 func Load(img *Image) (*Store, error) {
 	s := New()
 	s.LastIndex = img.LastIndex

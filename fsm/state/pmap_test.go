@@ -98,3 +98,38 @@ func TestProviderMapKeepsIDOrderAndUUIDLookups(t *testing.T) {
 		t.Fatal("cursor went past the end")
 	}
 }
+
+// changeThenFail changes the store being edited, then fails.
+type changeThenFail struct{ provider string }
+
+func (changeThenFail) Kind() string { return "test.change_then_fail" }
+
+func (c changeThenFail) Apply(s *Store, m Meta) (any, error) {
+	s.Traits = s.Traits.set("CUSTOM_LEFT_BEHIND", &Trait{Name: "CUSTOM_LEFT_BEHIND"})
+	p := s.editProvider(s.Providers.Get(c.provider))
+	p.Generation += 10
+	s.indexConsumer(&Consumer{UUID: "ghost", Allocations: []Allocation{{ProviderUUID: p.UUID, Class: "VCPU", Used: 1}}}, +1)
+	return nil, Errorf("refused after changing things")
+}
+
+// Store.Apply restores the version struct when a command fails, whatever
+// the command changed before failing; the version it was edited from is
+// untouched either way.
+func TestApplyRestoresARejectedCommandsChanges(t *testing.T) {
+	base := New()
+	if _, err := base.Apply(&CreateProvider{UUID: rpA, Name: "a"}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	published := base.Edit() // stands for the version readers hold
+	next := published.Edit()
+	before := provSnapshot(t, next)
+	if _, err := next.Apply(changeThenFail{rpA}, Meta{}); err == nil {
+		t.Fatal("the command did not fail")
+	}
+	if after := provSnapshot(t, next); after != before {
+		t.Fatalf("a rejected command left changes:\nbefore %s\nafter  %s", before, after)
+	}
+	if next.Usage.Len() != 0 || next.Providers.Get(rpA).Generation != 0 || provSnapshot(t, published) != before {
+		t.Fatal("a rejected command left changes in the indexes or the published version")
+	}
+}

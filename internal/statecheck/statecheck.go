@@ -26,7 +26,16 @@ func Digest(s *state.Store) string {
 // It also refuses negative usages.
 func Consistent(s *state.Store) error {
 	img := s.Image()
-	fresh, err := state.Load(img)
+	// Load takes the image's consumers as its own (it may intern their
+	// strings in place), and these are the version's: give it copies.
+	owned := *img
+	owned.Consumers = make([]*state.Consumer, len(img.Consumers))
+	for i, c := range img.Consumers {
+		cp := *c
+		cp.Allocations = append([]state.Allocation(nil), c.Allocations...)
+		owned.Consumers[i] = &cp
+	}
+	fresh, err := state.Load(&owned)
 	if err != nil {
 		return fmt.Errorf("the store's own image does not load: %w", err)
 	}

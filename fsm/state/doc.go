@@ -11,14 +11,25 @@
 // nothing; it returns either a value or an *Error carrying Placement's error
 // code, which the HTTP layer maps to a status.
 //
-// Readers and the single writer are serialised by the caller (fsm.FSM holds
-// a RWMutex); Store methods themselves do no locking.
+// A Store is one version of the state, and a published version never
+// changes: its maps and index sets are persistent (pmap.go: Set and
+// Delete return a new map sharing all but the changed path), and every
+// record reachable from it (providers with their inventories, trait,
+// aggregate and usage maps; consumers and their allocation slices; usage
+// totals) is replaced, never changed in place, by a later write. The
+// writer (fsm.FSM, one at a time) applies commands to a copy of the
+// version struct (Edit, then Apply per command); Apply keeps the struct
+// as it was before the command and puts it back if the command is
+// rejected, so a rejection changes nothing whatever the command did
+// before failing. Inside one command a record is copied once
+// (editProvider, editUsage) and then changed in place: no reader has seen
+// the copy yet. Readers hold a version without any lock, for as long as
+// they like, from any goroutine.
 //
-// Some stored values are shared and so never changed in place: a write
-// replaces them. Consumers and their allocation slices are shared with
-// snapshot images (written while later commands apply), and providers with
-// the same traits share one trait map. Strings that recur across millions
-// of records (trait and aggregate names, projects, users, the provider
-// uuids and classes in allocations) are kept once. At 100,000 providers and
-// a million consumers this is what keeps the state near 0.7 GB.
+// Some stored values are shared, and so never changed at all: providers
+// with the same traits share one trait map (a cache only the writer
+// reads, traitCache), and strings that recur across millions of records
+// (trait and aggregate names, projects, users, the provider uuids and
+// classes in allocations) are kept once. At 100,000 providers and a
+// million consumers this is what keeps the state small.
 package state

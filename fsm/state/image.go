@@ -3,8 +3,11 @@ package state
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"sort"
 	"time"
+
+	"github.com/benbjohnson/immutable"
 )
 
 // Image is the whole state as plain, deterministically ordered data: what a
@@ -121,7 +124,8 @@ func Load(img *Image) (*Store, error) {
 	}
 	providers := newProviderBuilder()
 	names := newMapBuilder[string, string]()
-	traitIndex, aggIndex, children := indexBuilder{}, indexBuilder{}, indexBuilder{}
+	aggIndex, children := indexBuilder{}, indexBuilder{}
+	traitGroups := traitGroupBuilder{}
 	for _, pi := range img.Providers {
 		p := &Provider{
 			ID: pi.ID, UUID: pi.UUID, Name: pi.Name, Generation: pi.Generation,
@@ -138,9 +142,9 @@ func Load(img *Image) (*Store, error) {
 			want := make(map[string]bool, len(pi.Traits))
 			for _, t := range pi.Traits {
 				want[t] = true
-				traitIndex.add(s.traitName(t), p.UUID)
 			}
 			p.Traits = s.traitSets.share(want, s.traitName)
+			traitGroups.add(p)
 		}
 		for _, a := range pi.Aggregates {
 			a = intern(a)
@@ -208,9 +212,73 @@ func Load(img *Image) (*Store, error) {
 		usageMap.set(k, t) // a sorted map: the order of insertion decides nothing
 	}
 	s.Providers, s.ProviderByName = providers.done(), names.done()
-	s.TraitIndex, s.AggregateIndex, s.Children = traitIndex.done(), aggIndex.done(), children.done()
+	s.TraitIndex, s.AggregateIndex, s.Children = traitGroups.done(), aggIndex.done(), children.done()
 	s.Consumers, s.ProviderConsumers, s.Usage = consumers.done(), provConsumers.done(), usageMap.done()
 	return s, nil
+}
+
+// traitGroupBuilder builds the trait index from the providers grouped by
+// their trait set. Providers with the same traits share one trait map
+// (traitCache), so traits held by exactly the same groups have equal
+// provider sets: they get one Set between them. A rack of identical hosts
+// with 40 traits then costs one set of hosts, not 40.
+type traitGroupBuilder struct {
+	groups []*traitGroup
+	byMap  map[*bool]*traitGroup // by the shared trait map's identity
+}
+
+type traitGroup struct {
+	traits  map[string]bool
+	members []string
+}
+
+func (b *traitGroupBuilder) add(p *Provider) {
+	// Maps are not comparable; the shared map's identity is that of one
+	// of its values.
+	id := traitMapID(p.Traits)
+	g := b.byMap[id]
+	if g == nil {
+		g = &traitGroup{traits: p.Traits}
+		b.groups = append(b.groups, g)
+		if b.byMap == nil {
+			b.byMap = map[*bool]*traitGroup{}
+		}
+		b.byMap[id] = g
+	}
+	g.members = append(g.members, p.UUID)
+}
+
+// traitMapID identifies a shared trait map (see traitGroupBuilder).
+func traitMapID(m map[string]bool) *bool {
+	return (*bool)(reflect.ValueOf(m).UnsafePointer())
+}
+
+func (b *traitGroupBuilder) done() Index {
+	// Each trait's signature: the groups holding it, in group order.
+	sigs := map[string][]int{}
+	for gi, g := range b.groups {
+		for t := range g.traits {
+			sigs[t] = append(sigs[t], gi)
+		}
+	}
+	bySig := map[string]Set{}
+	out := newMapBuilder[string, Set]()
+	for _, t := range SortedKeys(sigs) {
+		key := fmt.Sprint(sigs[t])
+		set, ok := bySig[key]
+		if !ok {
+			members := immutable.NewSortedMapBuilder[string, struct{}](stringOrder{})
+			for _, gi := range sigs[t] {
+				for _, u := range b.groups[gi].members {
+					members.Set(u, struct{}{})
+				}
+			}
+			set = Set{Map[string, struct{}]{members.Map()}}
+			bySig[key] = set
+		}
+		out.set(t, set)
+	}
+	return out.done()
 }
 
 // usageKeys are the project usage index entries a consumer counts in.

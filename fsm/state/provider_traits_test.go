@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -186,4 +187,36 @@ func TestProviderTraitSetsShared(t *testing.T) {
 	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() || fresh.traitSets.sets["COMPUTE_NODE"].providers != 2 {
 		t.Errorf("Load did not share the trait set")
 	}
+}
+
+// Traits held by the same providers share one set in the trait index,
+// after a restore (Load) and through commands that give several providers
+// the same traits; a provider holding only some of them parts the sets.
+func TestTraitsOfTheSameProvidersShareOneSet(t *testing.T) {
+	s := New()
+	traits := []string{"COMPUTE_NODE", "HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"}
+	for i, u := range []string{rpA, rpB, rpC} {
+		alMust(t, s, &CreateProvider{UUID: u, Name: fmt.Sprint("p", i)})
+		alMust(t, s, &SetProviderTraits{Provider: u, Traits: traits})
+	}
+	root := func(s *Store, trait string) any { return s.TraitIndex.Get(trait).m.m }
+	shared := func(s *Store) bool {
+		return root(s, traits[0]) == root(s, traits[1]) && root(s, traits[1]) == root(s, traits[2])
+	}
+	if !shared(s) {
+		t.Fatal("commands gave equal trait sets a copy each")
+	}
+	re, err := Load(s.Image())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !shared(re) || re.TraitIndex.Get(traits[0]).Len() != 3 {
+		t.Fatal("Load gave equal trait sets a copy each")
+	}
+	alMust(t, re, &SetProviderTraits{Provider: rpC, Generation: 1, Traits: traits[:2]})
+	if root(re, traits[0]) != root(re, traits[1]) || root(re, traits[1]) == root(re, traits[2]) ||
+		re.TraitIndex.Get(traits[2]).Len() != 2 || re.TraitIndex.Get(traits[0]).Len() != 3 {
+		t.Fatal("a provider dropping one trait did not part that trait's set alone")
+	}
+	invTraitIndexOK(t, re)
 }

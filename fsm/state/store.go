@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unique"
+
+	"github.com/benbjohnson/immutable"
 )
 
 // MinCustomClassID is the first identifier given to a CUSTOM_ resource
@@ -186,6 +188,7 @@ type Store struct {
 type edits struct {
 	providers map[string]*Provider
 	usage     map[UsageKey]*UsageTotals
+	sets      map[setChange]Set // see changeTraitSet
 }
 
 // New returns a store holding only the standard resource classes and traits.
@@ -335,13 +338,13 @@ func (s *Store) setTraits(p *Provider, want map[string]bool) bool {
 	changed := false
 	for t := range p.Traits {
 		if !want[t] {
-			s.TraitIndex = removeFromSet(s.TraitIndex, t, p.UUID)
+			s.TraitIndex = s.changeTraitSet(t, p.UUID, false)
 			changed = true
 		}
 	}
 	for t := range want {
 		if !p.Traits[t] {
-			s.TraitIndex = addToSet(s.TraitIndex, s.traitName(t), p.UUID)
+			s.TraitIndex = s.changeTraitSet(s.traitName(t), p.UUID, true)
 			changed = true
 		}
 	}
@@ -350,6 +353,45 @@ func (s *Store) setTraits(p *Provider, want map[string]bool) bool {
 		p.Traits = s.traitSets.share(want, s.traitName)
 	}
 	return changed
+}
+
+// setChange is a change of one set: a member added to or removed from the
+// set with that root.
+type setChange struct {
+	from   *immutable.SortedMap[string, struct{}]
+	member string
+	add    bool
+}
+
+// changeTraitSet returns the trait index with provider added to (or
+// removed from) the trait's set. Traits held by the same providers have
+// one set between them (Load makes them so), and a provider gains or
+// loses its traits in one command: the command remembers what each change
+// gave and hands the same result to every trait whose set was the same,
+// so that they go on sharing one set instead of a copy each.
+func (s *Store) changeTraitSet(trait, provider string, add bool) Index {
+	set := s.TraitIndex.Get(trait)
+	if set.Has(provider) == add {
+		return s.TraitIndex
+	}
+	e := s.edit()
+	ch := setChange{set.m.m, provider, add}
+	next, ok := e.sets[ch]
+	if !ok {
+		if add {
+			next = set.add(provider)
+		} else {
+			next = set.remove(provider)
+		}
+		if e.sets == nil {
+			e.sets = map[setChange]Set{}
+		}
+		e.sets[ch] = next
+	}
+	if next.Len() == 0 {
+		return s.TraitIndex.delete(trait)
+	}
+	return s.TraitIndex.set(trait, next)
 }
 
 // traitName is the trait's own copy of its name, so that indexes and

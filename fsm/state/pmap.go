@@ -69,8 +69,11 @@ func (m Map[K, V]) All() iter.Seq2[K, V] {
 // Keys yields the keys in order.
 func (m Map[K, V]) Keys() iter.Seq[K] {
 	return func(yield func(K) bool) {
-		for k := range m.All() {
-			if !yield(k) {
+		if m.m == nil {
+			return
+		}
+		for it := m.m.Iterator(); !it.Done(); {
+			if k, _, _ := it.Next(); !yield(k) {
 				return
 			}
 		}
@@ -80,8 +83,11 @@ func (m Map[K, V]) Keys() iter.Seq[K] {
 // Values yields the values in key order.
 func (m Map[K, V]) Values() iter.Seq[V] {
 	return func(yield func(V) bool) {
-		for _, v := range m.All() {
-			if !yield(v) {
+		if m.m == nil {
+			return
+		}
+		for it := m.m.Iterator(); !it.Done(); {
+			if _, v, _ := it.Next(); !yield(v) {
 				return
 			}
 		}

@@ -20,7 +20,7 @@ func providerCount(st *state.Store) int { return st.Providers.Len() }
 // them one at a time.
 func providersInOrder(st *state.Store) iter.Seq[*state.Provider] { return st.ProvidersInOrder() }
 
-func providerCursor(st *state.Store) *state.ProviderCursor { return st.Providers.Cursor() }
+func providerCursor(st *state.Store) *state.ProviderCursor { return st.ProviderCursor() }
 
 // hasProviderTrees reports whether some provider has a parent.
 func hasProviderTrees(st *state.Store) bool { return st.Children.Len() > 0 }

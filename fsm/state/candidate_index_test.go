@@ -31,6 +31,15 @@ func TestProvidersInOrderFollowsCreatesAndDeletes(t *testing.T) {
 		}
 	}
 	check("[p0 p1 p2 p3 p4]")
+	check("[p0 p1 p2 p3 p4]") // the list the first walk kept
+	var cursor []string
+	c := s.ProviderCursor()
+	for p := c.Next(); p != nil; p = c.Next() {
+		cursor = append(cursor, p.Name)
+	}
+	if fmt.Sprint(cursor) != "[p0 p1 p2 p3 p4]" {
+		t.Fatalf("cursor over the kept list: %v", cursor)
+	}
 	if _, err := (&DeleteProvider{UUID: uuid(2)}).Apply(s, m); err != nil {
 		t.Fatal(err)
 	}

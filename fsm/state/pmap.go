@@ -295,13 +295,23 @@ func (m ProviderMap) Cursor() *ProviderCursor {
 	return c
 }
 
-// ProviderCursor is a position in the providers' ID order.
+// ProviderCursor is a position in the providers' ID order: in the tree,
+// or in a list of them (Store.ProviderCursor).
 type ProviderCursor struct {
-	it *immutable.SortedMapIterator[int64, *Provider]
+	it   *immutable.SortedMapIterator[int64, *Provider]
+	list []*Provider
 }
 
 // Next returns the next provider, or nil after the last.
 func (c *ProviderCursor) Next() *Provider {
+	if c.list != nil {
+		if len(c.list) == 0 {
+			return nil
+		}
+		p := c.list[0]
+		c.list = c.list[1:]
+		return p
+	}
 	if c.it == nil || c.it.Done() {
 		return nil
 	}

@@ -178,6 +178,10 @@ type Store struct {
 	// never read by readers.
 	traitSets *traitCache
 
+	// order keeps the version's providers in ID order once a search has
+	// listed them all (ProvidersInOrder).
+	order *orderCache
+
 	// edits holds the records the command being applied has copied and
 	// may still change in place; nil outside Apply (always in a published
 	// version).
@@ -201,6 +205,7 @@ func New() *Store {
 		NextClassID:        MinCustomClassID,
 		NextConsumerTypeID: 1,
 		traitSets:          &traitCache{},
+		order:              &orderCache{},
 	}
 }
 
@@ -223,6 +228,7 @@ var standardClasses, standardTraits = func() (Map[string, *ResourceClass], Map[s
 func (s *Store) Edit() *Store {
 	e := *s
 	e.edits = nil
+	e.order = &orderCache{}
 	return &e
 }
 

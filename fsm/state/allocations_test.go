@@ -75,8 +75,8 @@ func alCheckIndexes(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(plainMap(fresh.Usage), plainMap(s.Usage)) {
-		t.Errorf("project usage index drifted:\n got %+v\nwant %+v", plainMap(s.Usage), plainMap(fresh.Usage))
+	if !reflect.DeepEqual(plainHash(fresh.Usage), plainHash(s.Usage)) {
+		t.Errorf("project usage index drifted:\n got %+v\nwant %+v", plainHash(s.Usage), plainHash(fresh.Usage))
 	}
 	if !reflect.DeepEqual(plainIndex(fresh.ProviderConsumers), plainIndex(s.ProviderConsumers)) {
 		t.Errorf("provider consumers index drifted:\n got %v\nwant %v", plainIndex(s.ProviderConsumers), plainIndex(fresh.ProviderConsumers))

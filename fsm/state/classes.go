@@ -115,7 +115,7 @@ func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
 			}
 		}
 	}
-	for k, t := range s.Usage.All() {
+	for k, t := range s.Usage.All() { // each entry on its own: the order decides nothing
 		if _, ok := t.Used[c.Name]; ok {
 			t = s.editUsage(k)
 			t.Used[c.NewName] = t.Used[c.Name]

@@ -207,13 +207,13 @@ func Load(img *Image) (*Store, error) {
 			}
 		}
 	}
-	usageMap := newMapBuilder[UsageKey, *UsageTotals]()
+	usageMap := immutable.NewMapBuilder[UsageKey, *UsageTotals](seedHasher[UsageKey]{})
 	for k, t := range usage {
-		usageMap.set(k, t) // a sorted map: the order of insertion decides nothing
+		usageMap.Set(k, t) // the order of insertion decides nothing
 	}
 	s.Providers, s.ProviderByName = providers.done(), names.done()
 	s.TraitIndex, s.AggregateIndex, s.Children = traitGroups.done(), aggIndex.done(), children.done()
-	s.Consumers, s.ProviderConsumers, s.Usage = consumers.done(), provConsumers.done(), usageMap.done()
+	s.Consumers, s.ProviderConsumers, s.Usage = consumers.done(), provConsumers.done(), HashMap[UsageKey, *UsageTotals]{usageMap.Map()}
 	return s, nil
 }
 

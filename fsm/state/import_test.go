@@ -102,7 +102,7 @@ func imIndexes(s *Store) map[string]any {
 	}
 	return map[string]any{
 		"names": plainMap(s.ProviderByName), "children": plainIndex(s.Children), "aggregates": plainIndex(s.AggregateIndex),
-		"traits": plainIndex(s.TraitIndex), "provider consumers": plainIndex(s.ProviderConsumers), "usage": plainMap(s.Usage),
+		"traits": plainIndex(s.TraitIndex), "provider consumers": plainIndex(s.ProviderConsumers), "usage": plainHash(s.Usage),
 		"provider usages": usages,
 	}
 }

@@ -15,7 +15,8 @@ import (
 // github.com/benbjohnson/immutable's: its B+tree SortedMap for everything
 // iterated (deterministic, key order, ~30 bytes an entry), and its hash
 // trie Map for the provider lookups by uuid that searches make by the
-// thousand (several times faster than a B+tree of uuid strings).
+// thousand (several times faster than a B+tree of uuid strings) and for
+// the project usage totals, whose keys are large (cheaper to change).
 
 // Map is a persistent map in key order. The zero Map is empty. Only this
 // package changes maps (set, delete), and a change never shows in the map
@@ -149,18 +150,6 @@ func (int64Order) Compare(a, b int64) int {
 	return 0
 }
 
-type usageKeyOrder struct{}
-
-func (usageKeyOrder) Compare(a, b UsageKey) int {
-	if c := strings.Compare(a.Project, b.Project); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.User, b.User); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Type, b.Type)
-}
-
 // comparerOf is the order of the key types the store uses.
 func comparerOf[K any]() immutable.Comparer[K] {
 	var c any
@@ -169,8 +158,6 @@ func comparerOf[K any]() immutable.Comparer[K] {
 		c = stringOrder{}
 	case int64:
 		c = int64Order{}
-	case UsageKey:
-		c = usageKeyOrder{}
 	default:
 		panic("state: no order for this key type")
 	}
@@ -249,27 +236,77 @@ func (b indexBuilder) done() Index {
 	return out.done()
 }
 
+// HashMap is a persistent hash map: lookups and changes cost less than a
+// Map's for large keys, and it is iterated in no particular order (the
+// hash seed is the process's), so nothing whose outcome depends on order
+// may iterate it. The zero HashMap is empty.
+type HashMap[K comparable, V any] struct{ m *immutable.Map[K, V] }
+
+// seedHasher hashes keys with this process's seed: clients choose uuids,
+// projects and users, and a fixed hash would let them collide on purpose.
+type seedHasher[K comparable] struct{}
+
+var hashSeed = maphash.MakeSeed()
+
+func (seedHasher[K]) Hash(k K) uint32 {
+	h := maphash.Comparable(hashSeed, k)
+	return uint32(h) ^ uint32(h>>32)
+}
+
+func (seedHasher[K]) Equal(a, b K) bool { return a == b }
+
+// Len is the number of entries.
+func (m HashMap[K, V]) Len() int {
+	if m.m == nil {
+		return 0
+	}
+	return m.m.Len()
+}
+
+// Get returns the value under k, or V's zero value.
+func (m HashMap[K, V]) Get(k K) V {
+	if m.m == nil {
+		var zero V
+		return zero
+	}
+	v, _ := m.m.Get(k)
+	return v
+}
+
+// All yields the entries in no particular order.
+func (m HashMap[K, V]) All() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		if m.m == nil {
+			return
+		}
+		for it := m.m.Iterator(); !it.Done(); {
+			if k, v, _ := it.Next(); !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
+func (m HashMap[K, V]) set(k K, v V) HashMap[K, V] {
+	if m.m == nil {
+		m.m = immutable.NewMap[K, V](seedHasher[K]{})
+	}
+	return HashMap[K, V]{m.m.Set(k, v)}
+}
+
+func (m HashMap[K, V]) delete(k K) HashMap[K, V] {
+	if m.m == nil {
+		return m
+	}
+	return HashMap[K, V]{m.m.Delete(k)}
+}
+
 // ProviderMap holds the providers by uuid, for lookups, and by ID, for
 // scans and listings in creation order. Both hold the same records.
 type ProviderMap struct {
 	byUUID *immutable.Map[string, *Provider]
 	byID   Map[int64, *Provider]
 }
-
-// uuidHasher hashes provider uuids for the lookup trie with a seed of this
-// process: clients choose uuids, and a fixed hash would let them collide
-// on purpose. The trie is only looked up, never iterated, so its shape
-// (which differs between processes) decides nothing.
-type uuidHasher struct{}
-
-var uuidSeed = maphash.MakeSeed()
-
-func (uuidHasher) Hash(k string) uint32 {
-	h := maphash.String(uuidSeed, k)
-	return uint32(h) ^ uint32(h>>32)
-}
-
-func (uuidHasher) Equal(a, b string) bool { return a == b }
 
 // Get returns the provider with the uuid, or nil.
 func (m ProviderMap) Get(uuid string) *Provider {
@@ -322,7 +359,7 @@ func (c *ProviderCursor) Next() *Provider {
 // put stores p, replacing the record with its uuid.
 func (m ProviderMap) put(p *Provider) ProviderMap {
 	if m.byUUID == nil {
-		m.byUUID = immutable.NewMap[string, *Provider](uuidHasher{})
+		m.byUUID = immutable.NewMap[string, *Provider](seedHasher[string]{})
 	}
 	return ProviderMap{byUUID: m.byUUID.Set(p.UUID, p), byID: m.byID.set(p.ID, p)}
 }
@@ -339,7 +376,7 @@ type providerBuilder struct {
 }
 
 func newProviderBuilder() providerBuilder {
-	return providerBuilder{immutable.NewMapBuilder[string, *Provider](uuidHasher{}), newMapBuilder[int64, *Provider]()}
+	return providerBuilder{immutable.NewMapBuilder[string, *Provider](seedHasher[string]{}), newMapBuilder[int64, *Provider]()}
 }
 
 func (b providerBuilder) put(p *Provider) {

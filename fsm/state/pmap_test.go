@@ -16,6 +16,15 @@ func plainMap[K comparable, V any](m Map[K, V]) map[K]V {
 	return out
 }
 
+// plainHash copies a persistent hash map into a Go map.
+func plainHash[K comparable, V any](m HashMap[K, V]) map[K]V {
+	out := map[K]V{}
+	for k, v := range m.All() {
+		out[k] = v
+	}
+	return out
+}
+
 // plainIndex copies an index into Go maps.
 func plainIndex(ix Index) map[string]map[string]bool {
 	out := map[string]map[string]bool{}

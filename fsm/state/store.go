@@ -165,7 +165,7 @@ type Store struct {
 	Traits        Map[string, *Trait]
 	ConsumerTypes Map[string, *ConsumerType]
 	Consumers     Map[string, *Consumer]
-	Usage         Map[UsageKey, *UsageTotals]
+	Usage         HashMap[UsageKey, *UsageTotals] // in no particular order
 
 	NextProviderID     int64
 	NextClassID        int

@@ -7,10 +7,6 @@ package bench
 //	go test ./bench/ -run '^$' -bench 'PCI|UnderWrites|MemberOf' -benchtime 2000x
 //	go test ./bench/ -run '^$' -bench 'WritesBeside' -benchtime 300x
 //
-// (Until reads run on immutable state versions, each write beside the
-// search waits for the search's read lock, up to its 1 s deadline: keep
-// that run short.)
-//
 //   - BenchmarkPCI8x8: upstream's bugs 2070257/2126751, one host with 8
 //     PCI devices of one unit and 8 isolated granular groups (8! = 40,320
 //     candidates among 8^8 combinations), limit=1000 and limit=10000.

@@ -280,12 +280,9 @@ func TestCandidatesMemoryBound(t *testing.T) {
 }
 
 // While a search runs (one that would go on for hours), writes on the
-// same node complete: reads hold nothing that Apply needs. This needs
-// reads on immutable state versions (issue 20's first part, branch
-// state-versions); until they land, the search's read lock holds the
-// write, so the test is skipped.
+// same node complete: reads run on an immutable version of the state and
+// hold nothing that Apply needs.
 func TestWritesGoOnBesideSearch(t *testing.T) {
-	t.Skip("needs reads on immutable state versions (branch state-versions): remove this skip when they land")
 	a, _, be := deviceHostAPI(t, Config{RequestTimeout: time.Hour}, 12, "VCPU", 6)
 	for i := 0; i < 5; i++ {
 		if st, _, _ := a.do("PUT", fmt.Sprintf("/traits/CUSTOM_T%d", i), "1.6", nil); st != 201 {

@@ -201,8 +201,8 @@ func (m *Metrics) WatchNode(n *cluster.Node, dataDir string) (stop func()) {
 	}
 }
 
-// WatchState adds the sizes of the placement state: cheap counts read
-// under the state's read lock at scrape time.
+// WatchState adds the sizes of the placement state, read from its current
+// version at scrape time.
 func (m *Metrics) WatchState(f *fsm.FSM) {
 	m.Registry.MustRegister(&stateCollector{fsm: f,
 		providers:   prometheus.NewDesc(namespace+"_resource_providers", "Resource providers in the placement state.", nil, nil),

@@ -3,8 +3,8 @@
 // satisfy them, as upstream Placement's AllocationCandidates does, with the
 // same results for microversions 1.10 to 1.39.
 //
-// It is plain Go over a *state.Store and must be called with the store
-// read-locked; everything it returns is a copy.
+// It is plain Go over a *state.Store, one immutable version of the state,
+// which it only reads (it holds no lock); everything it returns is a copy.
 //
 // Upstream builds, for every request group, the set of (provider, anchor
 // root) pairs that could serve it, then takes the product of those sets per
@@ -174,8 +174,8 @@ func (e *NameError) Error() string {
 	return "No such trait(s): " + e.Name + "."
 }
 
-// Search finds the allocation candidates for req. The store must be
-// read-locked for the duration of the call. It returns a *NameError in
+// Search finds the allocation candidates for req in one version of the
+// state (which no write changes meanwhile). It returns a *NameError in
 // the circumstances upstream raises one (an unknown name in a group
 // upstream never reaches, because an earlier group already matched
 // nothing, yields an empty result instead); ctx's error when ctx ended

@@ -124,9 +124,8 @@ func newMapBuilder[K any, V any]() mapBuilder[K, V] {
 	return mapBuilder[K, V]{immutable.NewSortedMapBuilder[K, V](comparerOf[K]())}
 }
 
-func (b mapBuilder[K, V]) set(k K, v V)         { b.b.Set(k, v) }
-func (b mapBuilder[K, V]) lookup(k K) (V, bool) { return b.b.Get(k) }
-func (b mapBuilder[K, V]) len() int             { return b.b.Len() }
+func (b mapBuilder[K, V]) set(k K, v V) { b.b.Set(k, v) }
+func (b mapBuilder[K, V]) len() int     { return b.b.Len() }
 func (b mapBuilder[K, V]) done() Map[K, V] {
 	if b.b.Len() == 0 {
 		return Map[K, V]{}

@@ -2,8 +2,8 @@ package raftlog
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"

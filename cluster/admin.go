@@ -23,6 +23,7 @@ import (
 //	GET  /_cluster/status    members, leader, term, every node's report
 //	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter"}
 //	POST /_cluster/remove    {"id"}
+//	POST /_cluster/transfer-leadership  {"to"} or {}: hand leadership over
 //	GET  /_cluster/snapshot  a consistent placement snapshot (backup)
 //	GET|POST /_cluster/import  state contents | apply an import chunk (import.go)
 
@@ -41,7 +42,12 @@ type NodeStatus struct {
 	LastContactMS int64  `json:"last_contact_ms"`
 	RaftAddr      string `json:"raft_addr"`
 	HTTPAddr      string `json:"http_addr"`
-	Ready         bool   `json:"ready"`
+	Region        string `json:"region,omitempty"`
+	Zone          string `json:"zone,omitempty"`
+	// TimingMS is the node's Raft timing in milliseconds (heartbeat,
+	// election, leader_lease, commit): members should agree.
+	TimingMS map[string]int64 `json:"timing_ms,omitempty"`
+	Ready    bool             `json:"ready"`
 	// Digest is the hash of the placement state as of StateIndex, the last
 	// placement command applied: nodes at the same StateIndex must agree.
 	Digest     string `json:"digest"`
@@ -61,6 +67,8 @@ type ClusterStatus struct {
 	Leader  string         `json:"leader"`
 	Term    uint64         `json:"term"`
 	Members []MemberStatus `json:"members"`
+	// Warnings: regions whose loss would cost the quorum (QuorumWarnings).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // JoinRequest is the body of POST /_cluster/join.
@@ -69,6 +77,8 @@ type JoinRequest struct {
 	RaftAddr string `json:"raft_addr"`
 	HTTPAddr string `json:"http_addr"`
 	NonVoter bool   `json:"non_voter"`
+	Region   string `json:"region,omitempty"`
+	Zone     string `json:"zone,omitempty"`
 }
 
 // Status reports this node.
@@ -77,6 +87,7 @@ func (n *Node) Status(withDigest bool) NodeStatus {
 		ID: n.cfg.NodeID, State: n.Raft.State().String(), Term: n.Raft.CurrentTerm(),
 		LastLogIndex: n.Raft.LastIndex(), CommitIndex: n.Raft.CommitIndex(),
 		AppliedIndex: n.Raft.AppliedIndex(), RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr,
+		Region: n.cfg.Region, Zone: n.cfg.Zone, TimingMS: n.timing.millis(),
 	}
 	st.Leader, _ = n.Leader()
 	if v, err := strconv.ParseUint(n.Raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
@@ -162,6 +173,8 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 		h.toLeader(w, r, http.HandlerFunc(h.join))
 	case "POST /_cluster/remove":
 		h.toLeader(w, r, http.HandlerFunc(h.remove))
+	case "POST /_cluster/transfer-leadership":
+		h.toLeader(w, r, http.HandlerFunc(h.transferLeadership))
 	case "GET /_cluster/import", "POST /_cluster/import":
 		h.toLeader(w, r, http.HandlerFunc(h.importEndpoint))
 	case "GET /_cluster/snapshot":
@@ -177,11 +190,12 @@ func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
 		writeErrorBody(w, http.StatusBadRequest, "join: "+err.Error())
 		return
 	}
-	if err := h.node.AddMember(r.Context(), req.ID, req.RaftAddr, req.HTTPAddr, req.NonVoter); err != nil {
+	if err := h.node.AddMember(r.Context(), req); err != nil {
 		h.membershipError(w, err)
 		return
 	}
-	h.opts.Logger.Info("member joined", "id", req.ID, "raft", req.RaftAddr, "http", req.HTTPAddr, "non_voter", req.NonVoter)
+	h.opts.Logger.Info("member joined", "id", req.ID, "raft", req.RaftAddr, "http", req.HTTPAddr, "non_voter", req.NonVoter,
+		"region", req.Region, "zone", req.Zone)
 	members, _ := h.node.Members()
 	writeJSONBody(w, http.StatusOK, map[string]any{"members": members})
 }
@@ -251,6 +265,7 @@ func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus 
 	if err != nil {
 		return out
 	}
+	out.Warnings = QuorumWarnings(members)
 	out.Members = make([]MemberStatus, len(members))
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

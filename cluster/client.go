@@ -160,6 +160,14 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodPost, "/_cluster/remove", map[string]string{"id": id}, nil)
 }
 
+// TransferLeadership asks the leader to hand leadership to voter to, or
+// with to "" to the voter Raft picks.
+func (c *Client) TransferLeadership(ctx context.Context, to string) (TransferResult, error) {
+	var res TransferResult
+	err := c.do(ctx, http.MethodPost, "/_cluster/transfer-leadership", TransferRequest{To: to}, &res)
+	return res, err
+}
+
 // Snapshot writes a consistent placement snapshot of the cluster to w.
 func (c *Client) Snapshot(ctx context.Context, w io.Writer) error {
 	return c.do(ctx, http.MethodGet, "/_cluster/snapshot", nil, w)
@@ -170,7 +178,8 @@ func (c *Client) Snapshot(ctx context.Context, w io.Writer) error {
 // idempotent, so a restarting member announces itself again (its API
 // address may have changed).
 func (n *Node) JoinCluster(ctx context.Context, targets []string, secret string, nonVoter bool) error {
-	req := JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter}
+	req := JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter,
+		Region: n.cfg.Region, Zone: n.cfg.Zone}
 	hc := apiClient(n.cfg.APITLS)
 	defer hc.CloseIdleConnections()
 	var last error

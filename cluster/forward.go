@@ -49,6 +49,9 @@ type HandlerOptions struct {
 	// (default 1000).
 	MaxApplyLag uint64
 	Logger      *slog.Logger
+	// LeaderRegions: regions the leader should be in, most preferred
+	// first (topology.go); Run moves leadership there.
+	LeaderRegions []string
 }
 
 // Handler serves the whole Placement API on any node: the leader answers

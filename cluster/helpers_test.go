@@ -36,6 +36,8 @@ type testCluster struct {
 	// the readiness bound given to the nodes' fronts (0: the default).
 	newFSM      func(id string) *fsm.FSM
 	maxApplyLag uint64
+	// leaderRegions is given to the cluster front of nodes started next.
+	leaderRegions []string
 }
 
 type testNode struct {
@@ -46,6 +48,8 @@ type testNode struct {
 	addr  string // host:port of the API
 	down  bool
 	logs  *logBuffer // what the API and the cluster front logged (JSON lines)
+	// stopFront ends the front's background work (Handler.Run).
+	stopFront context.CancelFunc
 }
 
 // logBuffer collects a node's log lines.
@@ -95,12 +99,18 @@ func fastRaft(tune func(*raft.Config)) func(*raft.Config) {
 // start opens a node; bootstrap makes it a new single-node cluster.
 func (c *testCluster) start(id string, bootstrap bool, tune func(*raft.Config)) *testNode {
 	c.t.Helper()
+	return c.startIn(id, "", bootstrap, tune)
+}
+
+// startIn opens a node labelled with region.
+func (c *testCluster) startIn(id, region string, bootstrap bool, tune func(*raft.Config)) *testNode {
+	c.t.Helper()
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(id))
 	dir, err := os.MkdirTemp(c.dir, id+"-")
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return c.startWith(id, trans, cluster.Config{Bootstrap: bootstrap, InMemory: true, DataDir: dir, Tune: fastRaft(tune)})
+	return c.startWith(id, trans, cluster.Config{Bootstrap: bootstrap, InMemory: true, DataDir: dir, Tune: fastRaft(tune), Region: region})
 }
 
 func (c *testCluster) startWith(id string, trans *raft.InmemTransport, cfg cluster.Config) *testNode {
@@ -122,12 +132,15 @@ func (c *testCluster) startWith(id string, trans *raft.InmemTransport, cfg clust
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	api := httpapi.New(node, httpapi.Config{Logger: logger})
-	srv := httptest.NewUnstartedServer(node.Handler(api, cluster.HandlerOptions{Secret: secret, LeaderWait: 5 * time.Second,
-		MaxApplyLag: c.maxApplyLag, Logger: logger}))
+	front := node.Handler(api, cluster.HandlerOptions{Secret: secret, LeaderWait: 5 * time.Second,
+		MaxApplyLag: c.maxApplyLag, Logger: logger, LeaderRegions: c.leaderRegions})
+	srv := httptest.NewUnstartedServer(front)
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
-	n := &testNode{id: id, node: node, trans: trans, srv: srv, addr: ln.Addr().String(), logs: logs}
+	ctx, stopFront := context.WithCancel(context.Background())
+	go front.Run(ctx)
+	n := &testNode{id: id, node: node, trans: trans, srv: srv, addr: ln.Addr().String(), logs: logs, stopFront: stopFront}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range c.nodes {
@@ -153,6 +166,7 @@ func (c *testCluster) stop(n *testNode) {
 		}
 	}
 	c.mu.Unlock()
+	n.stopFront()
 	n.srv.Close()
 	n.node.Shutdown()
 }

@@ -18,6 +18,8 @@ type Member struct {
 	HTTPAddr string `json:"http_addr,omitempty"`
 	Voter    bool   `json:"voter"`
 	Leader   bool   `json:"leader"`
+	Region   string `json:"region,omitempty"`
+	Zone     string `json:"zone,omitempty"`
 }
 
 // ID is this node's Raft id.
@@ -35,10 +37,11 @@ func (n *Node) Members() ([]Member, error) {
 	_, leader := n.Raft.LeaderWithID()
 	var out []Member
 	for _, s := range fut.Configuration().Servers {
+		m := n.meta.member(string(s.ID))
 		out = append(out, Member{
-			ID: string(s.ID), RaftAddr: string(s.Address),
-			HTTPAddr: n.meta.httpAddr(string(s.ID)),
-			Voter:    s.Suffrage == raft.Voter, Leader: s.ID == leader,
+			ID: string(s.ID), RaftAddr: string(s.Address), HTTPAddr: m.HTTPAddr,
+			Voter: s.Suffrage == raft.Voter, Leader: s.ID == leader,
+			Region: m.Region, Zone: m.Zone,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -60,10 +63,11 @@ func (n *Node) Leader() (id, httpAddr string) {
 
 // AddMember adds (or updates) a server; only the leader can. A voter
 // already present with the same address is left as it is, so a restarting
-// node may announce itself again safely. A server at the same Raft address
-// under another id (a node that lost its data dir and came back under a
-// new name) is removed first.
-func (n *Node) AddMember(ctx context.Context, id, raftAddr, httpAddr string, nonVoter bool) error {
+// node may announce itself again safely (its API address and labels are
+// updated). A server at the same Raft address under another id (a node
+// that lost its data dir and came back under a new name) is removed first.
+func (n *Node) AddMember(ctx context.Context, req JoinRequest) error {
+	id, raftAddr, nonVoter := req.ID, req.RaftAddr, req.NonVoter
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
@@ -74,14 +78,14 @@ func (n *Node) AddMember(ctx context.Context, id, raftAddr, httpAddr string, non
 	if err := fut.Error(); err != nil {
 		return err
 	}
-	want := raft.Voter
+	suffrage := raft.Voter
 	if nonVoter {
-		want = raft.Nonvoter
+		suffrage = raft.Nonvoter
 	}
 	present := false
 	for _, s := range fut.Configuration().Servers {
 		switch {
-		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr) && s.Suffrage == want:
+		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr) && s.Suffrage == suffrage:
 			present = true
 		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr) && s.Suffrage == raft.Voter && nonVoter:
 			// Demoting a voter goes through DemoteVoter.
@@ -109,8 +113,9 @@ func (n *Node) AddMember(ctx context.Context, id, raftAddr, httpAddr string, non
 			return membershipErr(err)
 		}
 	}
-	if httpAddr != "" && n.meta.httpAddr(id) != httpAddr {
-		return n.applyMeta(metaEntry{Op: "set", ID: id, HTTPAddr: httpAddr})
+	want := memberMeta{HTTPAddr: req.HTTPAddr, Region: req.Region, Zone: req.Zone}
+	if req.HTTPAddr != "" && n.meta.member(id) != want {
+		return n.applyMeta(setEntry(id, want))
 	}
 	return nil
 }
@@ -219,21 +224,25 @@ func (n *Node) Alone() bool {
 	return len(s) == 1 && s[0].ID == raft.ServerID(n.cfg.NodeID)
 }
 
+func (n *Node) selfMeta() memberMeta {
+	return memberMeta{HTTPAddr: n.cfg.HTTPAddr, Region: n.cfg.Region, Zone: n.cfg.Zone}
+}
+
 // PeerHTTPAddrs are the known API addresses of the other members.
 func (n *Node) PeerHTTPAddrs() []string {
 	var out []string
 	t := n.meta.table()
 	for _, id := range sortedIDs(t) {
-		if id != n.cfg.NodeID && t[id] != "" {
-			out = append(out, t[id])
+		if id != n.cfg.NodeID && t[id].HTTPAddr != "" {
+			out = append(out, t[id].HTTPAddr)
 		}
 	}
 	return out
 }
 
 // maintain keeps the membership table in step with the configuration
-// while this node leads: its own API address, and no addresses of
-// servers that were removed.
+// while this node leads: its own API address and labels, and no entries
+// of servers that were removed.
 func (n *Node) maintain() {
 	defer n.done.Done()
 	// Act as soon as this node becomes leader (followers need its address
@@ -257,8 +266,8 @@ func (n *Node) maintain() {
 		if !n.IsLeader() {
 			continue
 		}
-		if n.cfg.HTTPAddr != "" && n.meta.httpAddr(n.cfg.NodeID) != n.cfg.HTTPAddr {
-			n.applyMeta(metaEntry{Op: "set", ID: n.cfg.NodeID, HTTPAddr: n.cfg.HTTPAddr})
+		if self := n.selfMeta(); n.cfg.HTTPAddr != "" && n.meta.member(n.cfg.NodeID) != self {
+			n.applyMeta(setEntry(n.cfg.NodeID, self))
 		}
 		fut := n.Raft.GetConfiguration()
 		if fut.Error() != nil {
@@ -297,7 +306,7 @@ func (n *Node) RestoreBackup(data []byte) error {
 	// snapshot still learn where to forward.
 	table := n.meta.table()
 	for _, id := range sortedIDs(table) {
-		if err := n.applyMeta(metaEntry{Op: "set", ID: id, HTTPAddr: table[id]}); err != nil {
+		if err := n.applyMeta(setEntry(id, table[id])); err != nil {
 			return err
 		}
 	}

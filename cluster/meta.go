@@ -27,14 +27,35 @@ import (
 var metaPrefix = []byte("\x00placementd-cluster ")
 
 // snapHeader starts a Raft snapshot written by this package: one line with
-// the membership table, then the placement snapshot (snapshot.Write).
-const snapHeader = "placementd-cluster v1 "
+// the membership table, then the placement snapshot (snapshot.Write). v1
+// held the API addresses only (id -> address); v2 holds memberMeta. A node
+// reads both; only the newest build writes v2, which fits the upgrade order
+// (the newest nodes lead last, so older ones never install a v2 snapshot).
+const (
+	snapHeaderV1 = "placementd-cluster v1 "
+	snapHeader   = "placementd-cluster v2 "
+)
 
-// metaEntry is one change to the membership table.
+// memberMeta is what the cluster keeps about a member beside Raft's own
+// configuration: where its API is, and its topology labels.
+type memberMeta struct {
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Region   string `json:"region,omitempty"`
+	Zone     string `json:"zone,omitempty"`
+}
+
+// metaEntry is one change to the membership table: "set" replaces a
+// member's entry (older builds ignore the labels), "delete" removes it.
 type metaEntry struct {
 	Op       string `json:"op"` // "set" or "delete"
 	ID       string `json:"id"`
 	HTTPAddr string `json:"http_addr,omitempty"`
+	Region   string `json:"region,omitempty"`
+	Zone     string `json:"zone,omitempty"`
+}
+
+func setEntry(id string, m memberMeta) metaEntry {
+	return metaEntry{Op: "set", ID: id, HTTPAddr: m.HTTPAddr, Region: m.Region, Zone: m.Zone}
 }
 
 func encodeMeta(e metaEntry) []byte {
@@ -46,8 +67,8 @@ func encodeMeta(e metaEntry) []byte {
 type clusterFSM struct {
 	inner *fsm.FSM
 
-	mu    sync.RWMutex
-	addrs map[string]string // node id -> advertised HTTP address
+	mu      sync.RWMutex
+	members map[string]memberMeta // by node id
 
 	// Bytes of log entries applied since the last snapshot. Raft snapshots
 	// by entry count; an import is a few hundred entries of a MiB each,
@@ -70,7 +91,7 @@ type clusterFSM struct {
 }
 
 func newClusterFSM(inner *fsm.FSM, snapshotBytes int64) *clusterFSM {
-	return &clusterFSM{inner: inner, addrs: map[string]string{}, snapshotBytes: snapshotBytes, compact: make(chan struct{}, 1)}
+	return &clusterFSM{inner: inner, members: map[string]memberMeta{}, snapshotBytes: snapshotBytes, compact: make(chan struct{}, 1)}
 }
 
 func (c *clusterFSM) Apply(l *raft.Log) any {
@@ -102,26 +123,28 @@ func (c *clusterFSM) apply(l *raft.Log) any {
 	c.mu.Lock()
 	switch e.Op {
 	case "set":
-		c.addrs[e.ID] = e.HTTPAddr
+		c.members[e.ID] = memberMeta{HTTPAddr: e.HTTPAddr, Region: e.Region, Zone: e.Zone}
 	case "delete":
-		delete(c.addrs, e.ID)
+		delete(c.members, e.ID)
 	}
 	c.mu.Unlock()
 	return nil
 }
 
 // httpAddr is the advertised HTTP address of node id ("" if unknown).
-func (c *clusterFSM) httpAddr(id string) string {
+func (c *clusterFSM) httpAddr(id string) string { return c.member(id).HTTPAddr }
+
+func (c *clusterFSM) member(id string) memberMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.addrs[id]
+	return c.members[id]
 }
 
-func (c *clusterFSM) table() map[string]string {
+func (c *clusterFSM) table() map[string]memberMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make(map[string]string, len(c.addrs))
-	for k, v := range c.addrs {
+	out := make(map[string]memberMeta, len(c.members))
+	for k, v := range c.members {
 		out[k] = v
 	}
 	return out
@@ -135,28 +158,29 @@ func (c *clusterFSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clusterSnapshot{addrs: c.table(), inner: inner}, nil
+	return &clusterSnapshot{members: c.table(), inner: inner}, nil
 }
 
-// Restore accepts a snapshot written by clusterSnapshot, or a bare
-// placement snapshot (a backup given to raft.Restore), which keeps the
-// current membership table.
+// Restore accepts a snapshot written by clusterSnapshot (v1 or v2), or a
+// bare placement snapshot (a backup given to raft.Restore), which keeps
+// the current membership table.
 func (c *clusterFSM) Restore(rc io.ReadCloser) error {
 	br := bufio.NewReader(rc)
-	if head, _ := br.Peek(len(snapHeader)); string(head) == snapHeader {
+	if head, _ := br.Peek(len(snapHeader)); string(head) == snapHeader || string(head) == snapHeaderV1 {
 		line, err := br.ReadString('\n')
+		if err == nil {
+			var members map[string]memberMeta
+			members, err = decodeMembers(line)
+			if err == nil {
+				c.mu.Lock()
+				c.members = members
+				c.mu.Unlock()
+			}
+		}
 		if err != nil {
 			rc.Close()
 			return fmt.Errorf("cluster snapshot header: %w", err)
 		}
-		addrs := map[string]string{}
-		if err := json.Unmarshal([]byte(strings.TrimPrefix(line, snapHeader)), &addrs); err != nil {
-			rc.Close()
-			return fmt.Errorf("cluster snapshot header: %w", err)
-		}
-		c.mu.Lock()
-		c.addrs = addrs
-		c.mu.Unlock()
 	}
 	return c.inner.Restore(struct {
 		io.Reader
@@ -164,13 +188,29 @@ func (c *clusterFSM) Restore(rc io.ReadCloser) error {
 	}{br, rc})
 }
 
+// decodeMembers reads the header line of a cluster snapshot.
+func decodeMembers(line string) (map[string]memberMeta, error) {
+	members := map[string]memberMeta{}
+	if rest, ok := strings.CutPrefix(line, snapHeaderV1); ok {
+		addrs := map[string]string{}
+		if err := json.Unmarshal([]byte(rest), &addrs); err != nil {
+			return nil, err
+		}
+		for id, a := range addrs {
+			members[id] = memberMeta{HTTPAddr: a}
+		}
+		return members, nil
+	}
+	return members, json.Unmarshal([]byte(strings.TrimPrefix(line, snapHeader)), &members)
+}
+
 type clusterSnapshot struct {
-	addrs map[string]string
-	inner raft.FSMSnapshot
+	members map[string]memberMeta
+	inner   raft.FSMSnapshot
 }
 
 func (s *clusterSnapshot) Persist(sink raft.SnapshotSink) error {
-	b, _ := json.Marshal(s.addrs) // encoding/json sorts map keys
+	b, _ := json.Marshal(s.members) // encoding/json sorts map keys
 	if _, err := fmt.Fprintf(sink, "%s%s\n", snapHeader, b); err != nil {
 		sink.Cancel()
 		return err
@@ -180,7 +220,7 @@ func (s *clusterSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *clusterSnapshot) Release() { s.inner.Release() }
 
-func sortedIDs(m map[string]string) []string {
+func sortedIDs[V any](m map[string]V) []string {
 	ids := make([]string, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)

@@ -39,7 +39,9 @@ type Config struct {
 	// HTTPAddr is the host:port of this node's API as other nodes reach
 	// it; followers forward requests there when this node leads.
 	HTTPAddr string
-	DataDir  string
+	// Region and Zone label the node (topology.go).
+	Region, Zone string
+	DataDir      string
 	// Bootstrap makes a fresh data directory a single-node cluster.
 	Bootstrap bool
 	// ApplyTimeout bounds how long Apply waits to enqueue and for a leader.
@@ -66,6 +68,9 @@ type Config struct {
 	// bytes of log entries were applied since the last one, whatever their
 	// number (default 256 MiB; negative: only raft's entry threshold).
 	SnapshotBytes int64
+	// Timing is the Raft timing (timing.go); zero fields keep raft's
+	// defaults. Tune may still change it.
+	Timing Timing
 	// Tune, when set, may adjust the Raft configuration before start.
 	Tune func(*raft.Config)
 }
@@ -76,6 +81,7 @@ type Node struct {
 	Raft      *raft.Raft
 	FSM       *fsm.FSM
 	meta      *clusterFSM
+	timing    Timing
 	transport raft.Transport
 	closers   []func() error
 	stop      chan struct{}
@@ -111,9 +117,12 @@ type Node struct {
 	// The write gate: StopWrites closes it so that a leader about to hand
 	// over takes no new command and waits for those already proposed,
 	// whose outcome would otherwise turn unknown with the transfer.
-	gate       sync.RWMutex
-	gateClosed bool
-	proposing  sync.WaitGroup
+	// TransferLeadershipTo holds it closed while a transfer lasts
+	// (handingOver) and opens it again after.
+	gate        sync.RWMutex
+	gateClosed  bool
+	handingOver int
+	proposing   atomic.Int64 // commands past the gate still waiting for their result
 
 	proposer proposer
 }
@@ -137,10 +146,12 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	rc.Logger = cfg.Logger
 	rc.SnapshotThreshold = 8192
 	rc.TrailingLogs = 10240
+	cfg.Timing.apply(rc)
 	if cfg.Tune != nil {
 		cfg.Tune(rc)
 	}
 	n.protocolVersion = rc.ProtocolVersion
+	n.timing = timingOf(rc)
 
 	var (
 		logs   raft.LogStore
@@ -293,13 +304,13 @@ func (n *Node) Apply(ctx context.Context, cmd state.Command) (any, error) {
 		return nil, err
 	}
 	n.gate.RLock()
-	if n.gateClosed {
+	if n.gateClosed || n.handingOver > 0 {
 		n.gate.RUnlock()
 		return nil, ErrNotLeader
 	}
 	n.proposing.Add(1)
 	n.gate.RUnlock()
-	defer n.proposing.Done()
+	defer n.proposing.Add(-1)
 	res, err := n.proposer.propose(data)
 	if err != nil {
 		switch {
@@ -329,21 +340,29 @@ func (n *Node) StopWrites(ctx context.Context) error {
 	n.gate.Lock()
 	n.gateClosed = true
 	n.gate.Unlock()
-	done := make(chan struct{})
-	go func() { n.proposing.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return n.waitProposed(ctx)
 }
 
-// WritesStopped reports whether StopWrites was called.
+// waitProposed waits, bounded by ctx, until no command that passed the
+// write gate is waiting for its result. The gate is closed meanwhile, so
+// the count only falls; a handover is rare enough to poll for.
+func (n *Node) waitProposed(ctx context.Context) error {
+	for n.proposing.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// WritesStopped reports whether StopWrites was called or a leadership
+// transfer is under way.
 func (n *Node) WritesStopped() bool {
 	n.gate.RLock()
 	defer n.gate.RUnlock()
-	return n.gateClosed
+	return n.gateClosed || n.handingOver > 0
 }
 
 // awaitLeadership waits, bounded by the apply timeout, while the cluster

@@ -98,8 +98,8 @@ type tlsNode struct {
 
 // startTLSNode starts a node whose Raft certificate comes from raftCA and
 // whose API certificate comes from apiCA, which it also trusts for its
-// peers' APIs.
-func startTLSNode(t *testing.T, id string, bootstrap bool, raftCA, apiCA *testCA) *tlsNode {
+// peers' APIs. with may adjust its API server before it starts.
+func startTLSNode(t *testing.T, id string, bootstrap bool, raftCA, apiCA *testCA, with ...func(*http.Server)) *tlsNode {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -124,12 +124,19 @@ func startTLSNode(t *testing.T, id string, bootstrap bool, raftCA, apiCA *testCA
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	api := httpapi.New(node, httpapi.Config{Logger: quiet})
+	front := node.Handler(api, cluster.HandlerOptions{Secret: secret, LeaderWait: 5 * time.Second, Logger: quiet})
+	runCtx, stopFront := context.WithCancel(context.Background())
+	go front.Run(runCtx)
 	srv := &http.Server{
-		Handler:  node.Handler(api, cluster.HandlerOptions{Secret: secret, LeaderWait: 5 * time.Second, Logger: quiet}),
+		Handler:  front,
 		ErrorLog: log.New(io.Discard, "", 0), // the refused handshakes below
+	}
+	for _, f := range with {
+		f(srv)
 	}
 	go srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{apiCA.issue(t, id)}, MinVersion: tls.VersionTLS12}))
 	t.Cleanup(func() {
+		stopFront()
 		srv.Close()
 		node.Shutdown()
 	})

@@ -27,6 +27,7 @@ type nodeCollector struct {
 
 	state, term, lastLog, commit, applied, lastSnap, lastContact, peers, leaderKnown, snapSize *prometheus.Desc
 	groupEntries, groupCommands                                                                *prometheus.Desc
+	timing, member, regionLossSafe                                                             *prometheus.Desc
 }
 
 func newNodeCollector(n *cluster.Node, snapDir string) *nodeCollector {
@@ -48,12 +49,17 @@ func newNodeCollector(n *cluster.Node, snapDir string) *nodeCollector {
 		groupEntries: d("proposed_entries_total", "Raft log entries this node proposed for writes; with group commit one entry holds "+
 			"several commands under load (placementd_raft_proposed_commands_total / this = mean commands per entry)."),
 		groupCommands: d("proposed_commands_total", "Commands in the Raft log entries this node proposed for writes."),
+		timing:        d("timeout_seconds", "This node's Raft timing (heartbeat, election, leader_lease, commit); members should agree.", "timeout"),
+		member: prometheus.NewDesc(prometheus.BuildFQName(namespace, "cluster", "member"),
+			"1 for each member of the latest Raft configuration, with its suffrage and topology labels.", []string{"id", "suffrage", "region", "zone"}, nil),
+		regionLossSafe: prometheus.NewDesc(prometheus.BuildFQName(namespace, "cluster", "survives_region_loss"),
+			"1 when the voters keep a quorum after losing any one region, 0 when they do not (absent when no member has a region).", nil, nil),
 	}
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.state, c.term, c.lastLog, c.commit, c.applied, c.lastSnap, c.lastContact, c.peers, c.leaderKnown,
-		c.snapSize, c.groupEntries, c.groupCommands} {
+		c.snapSize, c.groupEntries, c.groupCommands, c.timing, c.member, c.regionLossSafe} {
 		ch <- d
 	}
 }
@@ -105,6 +111,31 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.leaderKnown, known)
 	if size, ok := latestSnapshotSize(c.snapDir); ok {
 		gauge(c.snapSize, float64(size))
+	}
+	t := c.node.Timing()
+	for _, tv := range []struct {
+		name string
+		v    time.Duration
+	}{{"heartbeat", t.Heartbeat}, {"election", t.Election}, {"leader_lease", t.LeaderLease}, {"commit", t.Commit}} {
+		gauge(c.timing, tv.v.Seconds(), tv.name)
+	}
+	if members, err := c.node.Members(); err == nil {
+		labelled := false
+		for _, m := range members {
+			suffrage := "voter"
+			if !m.Voter {
+				suffrage = "nonvoter"
+			}
+			gauge(c.member, 1, m.ID, suffrage, m.Region, m.Zone)
+			labelled = labelled || m.Region != ""
+		}
+		if labelled {
+			safe := 1.0
+			if len(cluster.QuorumWarnings(members)) > 0 {
+				safe = 0
+			}
+			gauge(c.regionLossSafe, safe)
+		}
 	}
 	entries, commands := c.node.GroupCommit()
 	ch <- prometheus.MustNewConstMetric(c.groupEntries, prometheus.CounterValue, float64(entries))

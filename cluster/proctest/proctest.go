@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,13 @@ type Node struct {
 	Args []string
 	// LogPath collects the output of every run of the node.
 	LogPath string
+	// Exec, when set, is a command prefix the binary runs under, e.g. the
+	// WAN lab's `ip netns exec NS` (it must exec the binary, so that the
+	// signals below reach placementd itself).
+	Exec []string
+	// HTTP, when set, is the client the node's API is reached with (one
+	// that dials into the node's namespace).
+	HTTP *http.Client
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -99,7 +107,8 @@ func (n *Node) Start(join []string) error {
 		return err
 	}
 	fmt.Fprintf(log, "=== %s start %s %s\n", time.Now().Format(time.RFC3339Nano), n.ID, strings.Join(args, " "))
-	cmd := exec.Command(n.Bin, args...)
+	argv := append(append(append([]string{}, n.Exec...), n.Bin), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
@@ -210,7 +219,7 @@ func (n *Node) Crashes() []string {
 
 // Client is the operator API client of the node.
 func (n *Node) Client() *cluster.Client {
-	return &cluster.Client{Addr: n.HTTPAddr, Secret: n.Secret}
+	return &cluster.Client{Addr: n.HTTPAddr, Secret: n.Secret, HTTP: n.HTTP}
 }
 
 // LogTail returns the last max bytes of the node's log.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/placementd/placementd/cluster"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -142,6 +144,45 @@ func TestCandidateFlags(t *testing.T) {
 		err := serve(append([]string{"--data-dir", dir}, args...))
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("serve %v: %v, want an error naming %s", args, err, args[0])
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused start wrote to the data dir: %v", entries)
+	}
+}
+
+// The Raft timing comes from the multiplier, each timeout may be set on
+// its own (flag or environment), and timeouts that contradict each other
+// stop the server before it opens anything.
+func TestRaftTimingFlags(t *testing.T) {
+	t.Setenv("PLACEMENTD_RAFT_COMMIT_TIMEOUT", "20ms")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c := serveFlags(fs)
+	if err := configure(fs, []string{"--raft-timing-multiplier", "0.5", "--raft-election-timeout", "800ms"}, true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.cluster.raftTiming()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cluster.Timing{Heartbeat: 500 * time.Millisecond, Election: 800 * time.Millisecond, LeaderLease: 250 * time.Millisecond, Commit: 20 * time.Millisecond}
+	if got != want {
+		t.Fatalf("timing %+v, want %+v", got, want)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--raft-timing-multiplier", "0"}, "--raft-timing-multiplier"},
+		{[]string{"--raft-leader-lease-timeout", "2s"}, "leader lease timeout 2s is longer than the heartbeat timeout 1s"},
+		{[]string{"--raft-heartbeat-timeout", "2s"}, "election timeout 1s is shorter than the heartbeat timeout 2s"},
+		{[]string{"--raft-commit-timeout", "1s"}, "commit timeout 1s is not below the heartbeat timeout"},
+		{[]string{"--raft-heartbeat-timeout", "2ms"}, "heartbeat timeout 2ms is below raft's minimum"},
+	} {
+		err := serve(append([]string{"--data-dir", dir}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want an error saying %q", tc.args, err, tc.want)
 		}
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {

@@ -18,6 +18,8 @@ Usage:
   placementd cluster status    members, leader, term, indexes, health, digests
   placementd cluster remove NODE
                                remove a (dead) member
+  placementd cluster transfer-leadership [--to NODE]
+                               hand leadership to another voter
   placementd snapshot save FILE
                                back up a live cluster (consistent snapshot)
   placementd snapshot restore FILE --data-dir DIR

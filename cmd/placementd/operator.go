@@ -74,7 +74,7 @@ Run 'placementd cluster COMMAND --help' for the flags (--addr, --cluster-secret,
 
 func clusterCommand(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: placementd cluster status|remove NODE [--addr ADDR] [--cluster-secret S]")
+		return errors.New("usage: placementd cluster status|remove NODE|transfer-leadership [--to NODE] [--addr ADDR] [--cluster-secret S]")
 	}
 	if isHelp(args[0]) {
 		fmt.Print(clusterUsage)
@@ -83,6 +83,10 @@ func clusterCommand(args []string) error {
 	fs := flag.NewFlagSet("placementd cluster "+args[0], flag.ContinueOnError)
 	var o operatorFlags
 	o.register(fs)
+	var to string
+	if args[0] == "transfer-leadership" {
+		fs.StringVar(&to, "to", "", "voter to hand leadership to (default: the one Raft finds most up to date)")
+	}
 	pos, err := parseCommand(fs, args[1:])
 	if err != nil {
 		return ignoreHelp(err)
@@ -120,18 +124,38 @@ func clusterCommand(args []string) error {
 		}
 		fmt.Printf("removed %s\n", pos[0])
 		return nil
+	case "transfer-leadership":
+		if len(pos) != 0 {
+			return errors.New("usage: placementd cluster transfer-leadership [--to NODE]")
+		}
+		res, err := o.client().TransferLeadership(ctx, to)
+		if err != nil {
+			return err
+		}
+		if res.To == "" {
+			res.To = "(not known yet)"
+		}
+		fmt.Printf("leadership moved from %s to %s\n", res.From, res.To)
+		return nil
 	}
-	return fmt.Errorf("unknown cluster command %q (status, remove)", args[0])
+	return fmt.Errorf("unknown cluster command %q (status, remove, transfer-leadership)", args[0])
 }
 
 func printStatus(w io.Writer, st cluster.ClusterStatus) {
 	fmt.Fprintf(w, "leader: %s  term: %d\n\n", st.Leader, st.Term)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST")
+	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST\tREGION")
 	for _, m := range st.Members {
 		role := "voter"
 		if !m.Voter {
 			role = "non-voter"
+		}
+		region := m.Region
+		if m.Zone != "" {
+			region += "/" + m.Zone
+		}
+		if region == "" {
+			region = "-"
 		}
 		if s := m.Status; s != nil {
 			contact := "-"
@@ -142,13 +166,16 @@ func printStatus(w io.Writer, st cluster.ClusterStatus) {
 			if len(digest) > 12 {
 				digest = digest[:12]
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s@%d\n", m.ID, role, s.State, m.Healthy,
-				s.Term, s.CommitIndex, s.AppliedIndex, s.LastSnapshotIndex, contact, m.HTTPAddr, m.RaftAddr, digest, s.StateIndex)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s@%d\t%s\n", m.ID, role, s.State, m.Healthy,
+				s.Term, s.CommitIndex, s.AppliedIndex, s.LastSnapshotIndex, contact, m.HTTPAddr, m.RaftAddr, digest, s.StateIndex, region)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, m.Error)
+			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, m.Error, region)
 		}
 	}
 	tw.Flush()
+	for _, warning := range st.Warnings {
+		fmt.Fprintf(w, "\nwarning: %s\n", warning)
+	}
 }
 
 const snapshotUsage = `Usage:

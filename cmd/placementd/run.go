@@ -74,6 +74,11 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		ln = tls.NewListener(ln, sec.apiTLS)
 	}
 
+	timing, err := cf.raftTiming()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	machine := fsm.New()
 	mtr := newMetrics(machine, log)
 	node, err := cluster.Open(cluster.Config{
@@ -83,6 +88,8 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		Bootstrap:     len(joins) == 0,
 		Logger:        raftLogger(log),
 		SnapshotBytes: snapshotBytes(cf.snapshotLogMB),
+		Timing:        timing,
+		Region:        cf.region, Zone: cf.zone,
 		Tune: func(rc *raft.Config) {
 			rc.SnapshotThreshold = cf.snapshotThreshold
 			rc.SnapshotInterval = cf.snapshotInterval
@@ -123,7 +130,10 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		CandidatesMaxBytes:            c.candidates.memoryMB << 20,
 		RequestTimeout:                c.requestTimeout,
 	})
-	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log})
+	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
+	frontCtx, stopFront := context.WithCancel(context.Background())
+	defer stopFront()
+	go front.Run(frontCtx)
 	// Answer a non-numeric Content-Length as upstream does, not with Go's
 	// bare 400. It reads the decrypted stream, so it wraps the TLS listener.
 	ln = httpapi.FixContentLength(ln)
@@ -133,7 +143,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("placementd serving", "node", id, "http", ln.Addr().String(), "http_advertise", httpAdv,
-		"raft", node.RaftAddr(), "data_dir", c.dataDir, "api_tls", sec.apiTLS != nil, "raft_tls", sec.raftTLS != nil)
+		"raft", node.RaftAddr(), "data_dir", c.dataDir, "api_tls", sec.apiTLS != nil, "raft_tls", sec.raftTLS != nil,
+		"region", cf.region, "zone", cf.zone, "raft_heartbeat", timing.Heartbeat, "raft_election", timing.Election,
+		"raft_leader_lease", timing.LeaderLease, "raft_commit", timing.Commit)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if metricsLn != nil {
@@ -180,6 +192,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	case err = <-errc:
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String())
+		stopFront()
 		err = gracefulStop(node, front, srv, cf, log)
 	}
 	stopJoin()

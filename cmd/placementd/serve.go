@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/httpapi"
 )
 
@@ -53,6 +54,10 @@ type clusterFlags struct {
 	trailingLogs                 uint64
 	leaveOnShutdown              bool
 	shutdownTimeout              time.Duration
+	timingMultiplier             float64
+	timing                       cluster.Timing
+	region, zone                 string
+	leaderRegions                string
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -68,6 +73,34 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so a slightly lagging node catches up without a snapshot install")
 	fs.BoolVar(&c.leaveOnShutdown, "leave-on-shutdown", true, "on SIGTERM/SIGINT, leave the cluster (the last voter never leaves); a node restarted with --join, or with known peers, joins again")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 15*time.Second, "bound on a graceful shutdown: draining requests, transferring leadership, leaving")
+	fs.Float64Var(&c.timingMultiplier, "raft-timing-multiplier", 1, "scales the Raft heartbeat, election and leader-lease timeouts (1: 1s, 1s, 500ms); lower fails over faster, higher tolerates slower links (docs/cluster.md gives values per RTT)")
+	fs.DurationVar(&c.timing.Heartbeat, "raft-heartbeat-timeout", 0, "Raft heartbeat timeout: a follower that hears nothing from the leader this long starts an election (0: from --raft-timing-multiplier)")
+	fs.DurationVar(&c.timing.Election, "raft-election-timeout", 0, "Raft election timeout, at least the heartbeat timeout (0: from --raft-timing-multiplier)")
+	fs.DurationVar(&c.timing.LeaderLease, "raft-leader-lease-timeout", 0, "a leader that hears from no quorum this long steps down; at most the heartbeat timeout (0: from --raft-timing-multiplier)")
+	fs.DurationVar(&c.timing.Commit, "raft-commit-timeout", 0, "how often an idle leader still sends followers the commit index; below the heartbeat timeout (0: 50ms)")
+	fs.StringVar(&c.region, "region", "", "region of this node (a label: cluster status, metrics, --leader-regions and the check that losing one region keeps a quorum)")
+	fs.StringVar(&c.zone, "zone", "", "zone of this node within its region (a label)")
+	fs.StringVar(&c.leaderRegions, "leader-regions", "", "comma-separated regions the leader should be in, most preferred first: a leader elsewhere hands over to a healthy, caught-up voter of a preferred region (give every node the same list; needs --cluster-secret)")
+}
+
+// raftTiming is the timing the flags ask for, checked.
+func (c *clusterFlags) raftTiming() (cluster.Timing, error) {
+	if c.timingMultiplier <= 0 || c.timingMultiplier > 100 {
+		return cluster.Timing{}, fmt.Errorf("--raft-timing-multiplier %v: want more than 0, at most 100", c.timingMultiplier)
+	}
+	t := cluster.TimingProfile(c.timingMultiplier)
+	for _, f := range []struct{ set, dst *time.Duration }{
+		{&c.timing.Heartbeat, &t.Heartbeat}, {&c.timing.Election, &t.Election},
+		{&c.timing.LeaderLease, &t.LeaderLease}, {&c.timing.Commit, &t.Commit},
+	} {
+		if *f.set != 0 {
+			*f.dst = *f.set
+		}
+	}
+	if err := t.Validate(); err != nil {
+		return t, fmt.Errorf("raft timing (--raft-timing-multiplier, --raft-*-timeout): %w", err)
+	}
+	return t, nil
 }
 
 func serveFlags(fs *flag.FlagSet) *serveConfig {
@@ -180,6 +213,9 @@ func serve(args []string) error {
 		return fmt.Errorf("--request-timeout %s: want a positive duration", c.requestTimeout)
 	}
 	if err := c.security.loadTLS(); err != nil {
+		return err
+	}
+	if _, err := c.cluster.raftTiming(); err != nil {
 		return err
 	}
 	id, err := nodeID(c.nodeID, c.dataDir)

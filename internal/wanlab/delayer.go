@@ -58,10 +58,10 @@ type delayerReply struct {
 
 // DelayerStats count what the delayer did since it started.
 type DelayerStats struct {
-	Packets  uint64 `json:"packets"`  // seen
-	Delayed  uint64 `json:"delayed"`  // held before acceptance
-	Dropped  uint64 `json:"dropped"`  // on cut links
-	Held     int    `json:"held"`     // held now
+	Packets  uint64 `json:"packets"` // seen
+	Delayed  uint64 `json:"delayed"` // held before acceptance
+	Dropped  uint64 `json:"dropped"` // on cut links
+	Held     int    `json:"held"`    // held now
 	MaxLate  int64  `json:"max_late_us"`
 	MeanLate int64  `json:"mean_late_us"` // release after the due time (timer lateness)
 }

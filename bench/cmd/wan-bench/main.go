@@ -1,0 +1,517 @@
+// Command wan-bench measures placementd across a WAN: it runs the nodes as
+// separate processes in the WAN lab (internal/wanlab: network namespaces
+// and the NFQUEUE delayer), with a client whose round trip to every node
+// is half the node-to-node RTT unless -client-rtt says otherwise, and for
+// each node RTT prints the median latency of writes and reads through the
+// leader and a follower, the failover time (leader killed -> next write
+// accepted, through a surviving node) and the elections counted while the
+// cluster idles.
+//
+//	make wan-bench [WAN_RTTS=0,20,80,150,80/20] [WAN_REQUESTS=100] ...
+//
+// It needs root (namespaces, iptables). Every figure comes from one run on
+// a shared machine: compare rows of one table, not tables of two runs.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/wanlab"
+)
+
+type config struct {
+	rtts       []rttSpec
+	clientRTT  time.Duration // < 0: half the node RTT
+	nodes      int
+	requests   int
+	failovers  int
+	idle       time.Duration
+	serveFlags []string
+	timeout    time.Duration
+	dir        string
+}
+
+// rttSpec is one row: the node-to-node RTT and its jitter (±).
+type rttSpec struct{ rtt, jitter time.Duration }
+
+func (r rttSpec) String() string {
+	s := strconv.FormatInt(r.rtt.Milliseconds(), 10)
+	if r.jitter > 0 {
+		s += " ± " + strconv.FormatInt(r.jitter.Milliseconds(), 10)
+	}
+	return s
+}
+
+func parseRTTs(s string) ([]rttSpec, error) {
+	var out []rttSpec
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		rtt, jit, _ := strings.Cut(item, "/")
+		r, err := strconv.Atoi(rtt)
+		j := 0
+		if err == nil && jit != "" {
+			j, err = strconv.Atoi(jit)
+		}
+		if err != nil || r < 0 || j < 0 || j > r {
+			return nil, fmt.Errorf("-rtts: %q is not MS or MS/JITTER_MS (jitter at most the RTT)", item)
+		}
+		out = append(out, rttSpec{time.Duration(r) * time.Millisecond, time.Duration(j) * time.Millisecond})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-rtts: no RTT given")
+	}
+	return out, nil
+}
+
+func main() {
+	var c config
+	rtts := flag.String("rtts", "0,20,80,150,80/20", "node-to-node RTTs in ms, one table row each; MS/J adds ± J ms of jitter")
+	clientRTT := flag.Int("client-rtt", -1, "client-to-node RTT in ms (-1: half the node RTT, as a client in one of the regions)")
+	flag.IntVar(&c.nodes, "nodes", 3, "voters")
+	flag.IntVar(&c.requests, "requests", 100, "requests per latency figure (sequential; the median is printed)")
+	flag.IntVar(&c.failovers, "failovers", 3, "leader kills per row (the median and the worst are printed)")
+	flag.DurationVar(&c.idle, "idle", time.Minute, "how long each row idles while elections are counted (0: skip)")
+	serveFlags := flag.String("serve-flags", "", "extra flags for every `placementd serve`, e.g. the timing profile: --raft-timing-multiplier 0.5")
+	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound on the whole run")
+	flag.StringVar(&c.dir, "dir", "", "where binaries, data dirs and node logs go (default: a temporary dir, removed at the end)")
+	flag.Parse()
+	var err error
+	if c.rtts, err = parseRTTs(*rtts); err != nil {
+		fail(err)
+	}
+	c.clientRTT = time.Duration(*clientRTT) * time.Millisecond
+	c.serveFlags = strings.Fields(*serveFlags)
+	if c.nodes < 2 || c.requests < 1 || c.failovers < 0 {
+		fail(errors.New("want -nodes ≥ 2, -requests ≥ 1, -failovers ≥ 0"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, os.Stdout); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "wan-bench:", err)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// bench is one run: the lab, the nodes, the client.
+type bench struct {
+	cfg    config
+	lab    *wanlab.Lab
+	nodes  []*proctest.Node
+	client *http.Client // from the client host: every request pays its RTT
+	ctl    *http.Client // from the control host: no delay, for status polls
+	rpUUID string       // the provider the reads fetch
+}
+
+// row is one line of the table.
+type row struct {
+	spec                                    rttSpec
+	clientRTT                               time.Duration
+	writeLeader, writeFollower              time.Duration
+	readLeader, readFollower, staleFollower time.Duration
+	failovers                               []time.Duration
+	elections                               int
+	err                                     error
+}
+
+func run(ctx context.Context, cfg config, out io.Writer) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the WAN lab needs root (network namespaces, iptables)")
+	}
+	dir := cfg.dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "wan-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	logf("building placementd and wan-delayer in %s", dir)
+	bin, err := proctest.Build(dir)
+	if err != nil {
+		return err
+	}
+	delayer, err := wanlab.BuildDelayer(dir)
+	if err != nil {
+		return err
+	}
+	lab, err := wanlab.New(delayer)
+	if err != nil {
+		return err
+	}
+	defer lab.Close()
+	b := &bench{cfg: cfg, lab: lab}
+	if err := b.start(ctx, bin, dir); err != nil {
+		return err
+	}
+	defer func() {
+		for _, n := range b.nodes {
+			if n.Running() {
+				n.Kill()
+			}
+		}
+	}()
+
+	var rows []row
+	for _, spec := range cfg.rtts {
+		r := b.row(ctx, spec)
+		rows = append(rows, r)
+		if r.err != nil {
+			logf("row %s: %v", spec, r.err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if st, err := lab.Stats(); err == nil {
+		logf("delayer: %d packets, %d delayed, %d dropped on cut links; released on average %d µs after due, at worst %d µs",
+			st.Packets, st.Delayed, st.Dropped, st.MeanLate, st.MaxLate)
+	}
+	printTable(out, cfg, rows)
+	return ctx.Err()
+}
+
+const (
+	secret  = "wan-bench-secret"
+	apiPort = "8778"
+)
+
+// start creates the hosts and starts the cluster: n1 founds it, the
+// others join.
+func (b *bench) start(ctx context.Context, bin, dir string) error {
+	ctl, err := b.lab.AddHost("ctl")
+	if err != nil {
+		return err
+	}
+	cl, err := b.lab.AddHost("client")
+	if err != nil {
+		return err
+	}
+	b.ctl, b.client = ctl.HTTPClient(), cl.HTTPClient()
+	var join []string
+	for i := 1; i <= b.cfg.nodes; i++ {
+		id := fmt.Sprintf("n%d", i)
+		h, err := b.lab.AddHost(id)
+		if err != nil {
+			return err
+		}
+		n := &proctest.Node{
+			ID: id, Bin: bin, HTTPAddr: h.Addr.String() + ":" + apiPort, RaftAddr: h.Addr.String() + ":8779",
+			DataDir: filepath.Join(dir, id), Secret: secret, LogPath: filepath.Join(dir, id+".log"),
+			Exec: h.Exec(), HTTP: b.ctl,
+			// Killed leaders come back with their data: membership stays.
+			Args: append([]string{"--leave-on-shutdown=false"}, b.cfg.serveFlags...),
+		}
+		if err := n.Start(join); err != nil {
+			return err
+		}
+		b.nodes = append(b.nodes, n)
+		if i == 1 {
+			join = []string{n.HTTPAddr}
+			if _, err := b.waitHealthy(ctx, 1); err != nil {
+				return fmt.Errorf("%w\n%s", err, n.LogTail(2000))
+			}
+		}
+	}
+	logf("starting %d nodes", b.cfg.nodes)
+	st, err := b.waitHealthy(ctx, b.cfg.nodes)
+	if err != nil {
+		return err
+	}
+	b.rpUUID = uuid.NewString()
+	resp, err := b.do(ctx, b.ctl, b.addr(st.Leader), http.MethodPost, "/resource_providers",
+		map[string]string{"uuid": b.rpUUID, "name": "wan-bench-reads"}, nil)
+	if err != nil || resp != http.StatusOK {
+		return fmt.Errorf("creating the provider the reads fetch: %d %v", resp, err)
+	}
+	return nil
+}
+
+func (b *bench) waitHealthy(ctx context.Context, n int) (cluster.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return proctest.WaitHealthy(ctx, b.nodes[:n], n)
+}
+
+func (b *bench) addr(id string) string {
+	for _, n := range b.nodes {
+		if n.ID == id {
+			return n.HTTPAddr
+		}
+	}
+	return ""
+}
+
+// setRTT gives every pair of nodes spec and the client its RTT to each.
+func (b *bench) setRTT(spec rttSpec) (client rttSpec, err error) {
+	client = rttSpec{spec.rtt / 2, spec.jitter / 2}
+	if b.cfg.clientRTT >= 0 {
+		client = rttSpec{b.cfg.clientRTT, 0}
+	}
+	for i, a := range b.nodes {
+		for _, c := range b.nodes[i+1:] {
+			if err := b.lab.SetRTT(a.ID, c.ID, spec.rtt, spec.jitter); err != nil {
+				return client, err
+			}
+		}
+		if err := b.lab.SetRTT("client", a.ID, client.rtt, client.jitter); err != nil {
+			return client, err
+		}
+	}
+	return client, nil
+}
+
+func (b *bench) row(ctx context.Context, spec rttSpec) (r row) {
+	r.spec = spec
+	client, err := b.setRTT(spec)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.clientRTT = client.rtt
+	logf("node RTT %s ms, client RTT %d ms", spec, client.rtt.Milliseconds())
+	st, err := b.waitHealthy(ctx, b.cfg.nodes)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	leader, follower := b.addr(st.Leader), ""
+	for _, n := range b.nodes {
+		if n.ID != st.Leader {
+			follower = n.HTTPAddr
+			break
+		}
+	}
+	read := "/resource_providers/" + b.rpUUID
+	stale := http.Header{cluster.StaleReadHeader: {"true"}}
+	for _, f := range []struct {
+		dst         *time.Duration
+		addr, write string
+		hdr         http.Header
+	}{
+		{&r.writeLeader, leader, "w", nil}, {&r.writeFollower, follower, "w", nil},
+		{&r.readLeader, leader, read, nil}, {&r.readFollower, follower, read, nil},
+		{&r.staleFollower, follower, read, stale},
+	} {
+		if *f.dst, err = b.median(ctx, f.addr, f.write, f.hdr); err != nil {
+			r.err = err
+			return r
+		}
+	}
+	logf("  writes %v / %v, reads %v / %v, stale %v (leader / follower, p50)", r.writeLeader, r.writeFollower, r.readLeader, r.readFollower, r.staleFollower)
+	if b.cfg.idle > 0 {
+		if r.elections, err = b.idleElections(ctx); err != nil {
+			r.err = err
+			return r
+		}
+		logf("  %d elections in %s idle", r.elections, b.cfg.idle)
+	}
+	for range b.cfg.failovers {
+		d, err := b.failover(ctx)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		r.failovers = append(r.failovers, d)
+		logf("  failover %v", d)
+	}
+	return r
+}
+
+// median times cfg.requests sequential requests to addr after a few
+// unmeasured ones (connections warm): path "w" is a write (a new
+// provider), any other path a GET.
+func (b *bench) median(ctx context.Context, addr, path string, hdr http.Header) (time.Duration, error) {
+	var ds []time.Duration
+	for i := -3; i < b.cfg.requests; i++ {
+		method, p, body, want := http.MethodGet, path, any(nil), http.StatusOK
+		if path == "w" {
+			u := uuid.NewString()
+			method, p, body = http.MethodPost, "/resource_providers", map[string]string{"uuid": u, "name": "wan-" + u}
+		}
+		start := time.Now()
+		code, err := b.do(ctx, b.client, addr, method, p, body, hdr)
+		if err != nil || code != want {
+			return 0, fmt.Errorf("%s %s on %s: %d %v", method, p, addr, code, err)
+		}
+		if i >= 0 {
+			ds = append(ds, time.Since(start))
+		}
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], nil
+}
+
+// idleElections counts the terms that passed while the cluster idled:
+// each election, won or not, starts a term (pre-votes that fail do not).
+func (b *bench) idleElections(ctx context.Context) (int, error) {
+	before, err := b.maxTerm(ctx)
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(b.cfg.idle):
+	}
+	after, err := b.maxTerm(ctx)
+	return int(after - before), err
+}
+
+func (b *bench) maxTerm(ctx context.Context) (uint64, error) {
+	st, err := b.waitHealthy(ctx, b.cfg.nodes)
+	if err != nil {
+		return 0, err
+	}
+	var term uint64
+	for _, m := range st.Members {
+		if m.Status != nil {
+			term = max(term, m.Status.Term)
+		}
+	}
+	return term, nil
+}
+
+// failover kills the leader and times the first write a surviving node
+// accepts after it; then the old leader restarts and the cluster heals.
+func (b *bench) failover(ctx context.Context) (time.Duration, error) {
+	st, err := b.waitHealthy(ctx, b.cfg.nodes)
+	if err != nil {
+		return 0, err
+	}
+	var dead, via *proctest.Node
+	for _, n := range b.nodes {
+		if n.ID == st.Leader {
+			dead = n
+		} else if via == nil {
+			via = n
+		}
+	}
+	start := time.Now()
+	if err := dead.Kill(); err != nil {
+		return 0, err
+	}
+	var took time.Duration
+	for {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		u := uuid.NewString()
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		code, err := b.do(rctx, b.client, via.HTTPAddr, http.MethodPost, "/resource_providers", map[string]string{"uuid": u, "name": "wan-" + u}, nil)
+		cancel()
+		if err == nil && code == http.StatusOK {
+			took = time.Since(start)
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			return 0, fmt.Errorf("no write accepted within 2 minutes of the leader's kill: %d %v", code, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := dead.Start(nil); err != nil {
+		return 0, err
+	}
+	_, err = b.waitHealthy(ctx, b.cfg.nodes)
+	return took, err
+}
+
+// do sends one Placement API request as admin and drains the answer.
+func (b *bench) do(ctx context.Context, hc *http.Client, addr, method, path string, body any, hdr http.Header) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
+}
+
+func printTable(w io.Writer, cfg config, rows []row) {
+	fmt.Fprintf(w, "\n%d voters, %d requests per figure (p50, ms), %d failovers per row (median / worst), elections counted over %s idle",
+		cfg.nodes, cfg.requests, cfg.failovers, cfg.idle)
+	if len(cfg.serveFlags) > 0 {
+		fmt.Fprintf(w, "; serve flags: %s", strings.Join(cfg.serveFlags, " "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	fmt.Fprintln(tw, "| node RTT\t| client RTT\t| write via leader\t| write via follower\t| read on leader\t| read on follower\t| stale read on follower\t| failover (kill leader → write ok)\t| elections\t|")
+	fmt.Fprintln(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t|")
+	for _, r := range rows {
+		if r.err != nil && r.staleFollower == 0 {
+			fmt.Fprintf(tw, "| %s\t| %s\t| error: %v\t|\t|\t|\t|\t|\t|\t|\n", r.spec, ms(r.clientRTT), r.err)
+			continue
+		}
+		fo := "-"
+		if len(r.failovers) > 0 {
+			s := append([]time.Duration(nil), r.failovers...)
+			sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+			fo = fmt.Sprintf("%.2f s / %.2f s", s[len(s)/2].Seconds(), s[len(s)-1].Seconds())
+		}
+		el := "-"
+		if cfg.idle > 0 {
+			el = strconv.Itoa(r.elections)
+		}
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", r.spec, ms(r.clientRTT),
+			ms(r.writeLeader), ms(r.writeFollower), ms(r.readLeader), ms(r.readFollower), ms(r.staleFollower), fo, el)
+		if r.err != nil {
+			fmt.Fprintf(tw, "| \t| error after the figures: %v\t|\t|\t|\t|\t|\t|\t|\t|\n", r.err)
+		}
+	}
+	tw.Flush()
+}

@@ -1,0 +1,193 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/placementd/placementd/cluster"
+)
+
+func TestQuorumWarnings(t *testing.T) {
+	voter := func(id, region string) cluster.Member { return cluster.Member{ID: id, Voter: true, Region: region} }
+	for _, tc := range []struct {
+		name    string
+		members []cluster.Member
+		warn    []string // regions named in the warnings
+	}{
+		{"no labels", []cluster.Member{voter("a", ""), voter("b", ""), voter("c", "")}, nil},
+		{"3 voters, 3 regions", []cluster.Member{voter("a", "r1"), voter("b", "r2"), voter("c", "r3")}, nil},
+		{"3 voters, 2 in one region", []cluster.Member{voter("a", "r1"), voter("b", "r1"), voter("c", "r2")}, []string{"r1"}},
+		{"5 voters over 3 regions (2/2/1)", []cluster.Member{voter("a", "r1"), voter("b", "r1"), voter("c", "r2"), voter("d", "r2"), voter("e", "r3")}, nil},
+		{"non-voters do not count", []cluster.Member{voter("a", "r1"), voter("b", "r2"), {ID: "x", Region: "r3"}}, []string{"r1", "r2"}},
+		{"an unlabelled voter", []cluster.Member{voter("a", "r1"), voter("b", "r1"), voter("c", "")}, []string{"r1"}},
+	} {
+		got := cluster.QuorumWarnings(tc.members)
+		if len(got) != len(tc.warn) {
+			t.Errorf("%s: %q, want warnings about %v", tc.name, got, tc.warn)
+			continue
+		}
+		for i, region := range tc.warn {
+			if !strings.Contains(got[i], "region "+region+" ") {
+				t.Errorf("%s: warning %q does not name region %s", tc.name, got[i], region)
+			}
+		}
+	}
+}
+
+// Region labels travel through the log to every member, show in the
+// status with the quorum warning, and come back after a restart's join.
+func TestRegionLabels(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.startIn("n1", "east", true, nil)
+	c.leader()
+	n2 := c.startIn("n2", "east", false, nil)
+	n3 := c.startIn("n3", "west", false, nil)
+	c.join(n2, n1, false)
+	c.join(n3, n2, false)
+	c.converged()
+	want := map[string]string{"n1": "east", "n2": "east", "n3": "west"}
+	for _, n := range []*testNode{n1, n2, n3} {
+		waitFor(t, n.id+" knows every region", func() bool {
+			members, err := n.node.Members()
+			if err != nil || len(members) != 3 {
+				return false
+			}
+			for _, m := range members {
+				if m.Region != want[m.ID] {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := client(n3).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], "region east") {
+		t.Fatalf("warnings %q, want one about losing east", st.Warnings)
+	}
+	for _, m := range st.Members {
+		if m.Region != want[m.ID] || m.Status == nil || m.Status.Region != want[m.ID] {
+			t.Errorf("%s: region %q (self-reported %+v), want %s", m.ID, m.Region, m.Status, want[m.ID])
+		}
+		if m.Status != nil && m.Status.TimingMS["heartbeat"] != 200 {
+			t.Errorf("%s reports timing %v, want the test's 200 ms heartbeat", m.ID, m.Status.TimingMS)
+		}
+	}
+}
+
+// transfer-leadership moves the leader where asked, refuses unknown
+// members and non-voters clearly, and writes sent meanwhile all succeed:
+// they are held during the transfer, not failed.
+func TestTransferLeadership(t *testing.T) {
+	c, nodes := threeNodes(t, nil)
+	r := c.newTestNonVoter()
+	leader := c.leader()
+	var to *testNode
+	for _, n := range nodes {
+		if n != leader {
+			to = n
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	writes := 0
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp := do(t, nodes[w], http.MethodPost, "/resource_classes", map[string]string{"name": fmt.Sprintf("CUSTOM_T%d_%d", w, i)})
+				mu.Lock()
+				writes++
+				if resp.status != http.StatusCreated {
+					failed = append(failed, fmt.Sprintf("%d %s", resp.status, resp.body))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // writes under way when the transfer starts
+	res, err := client(nodes[2]).TransferLeadership(ctx, to.id)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.From != leader.id || res.To != to.id {
+		t.Fatalf("transfer answered %+v, want %s -> %s", res, leader.id, to.id)
+	}
+	if l := c.leader(); l != to {
+		t.Fatalf("leader is %s, want %s", l.id, to.id)
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d writes during the transfer failed: %q", len(failed), writes, failed)
+	}
+	t.Logf("%d writes during the transfer, all created", writes)
+
+	var se *cluster.StatusError
+	if _, err := client(nodes[0]).TransferLeadership(ctx, "nobody"); !errors.As(err, &se) || se.Code != http.StatusNotFound {
+		t.Errorf("transfer to an unknown node: %v, want 404", err)
+	}
+	if _, err := client(nodes[0]).TransferLeadership(ctx, r.id); !errors.As(err, &se) || se.Code != http.StatusConflict {
+		t.Errorf("transfer to a non-voter: %v, want 409", err)
+	}
+	res, err = client(nodes[0]).TransferLeadership(ctx, "")
+	if err != nil || res.From != to.id || res.To == "" || res.To == to.id {
+		t.Fatalf("transfer to any voter: %+v, %v", res, err)
+	}
+}
+
+// newTestNonVoter starts r1 and joins it as a non-voter.
+func (c *testCluster) newTestNonVoter() *testNode {
+	c.t.Helper()
+	r := c.start("r1", false, nil)
+	c.join(r, c.leader(), true)
+	return r
+}
+
+// A leader outside the preferred region hands leadership to a voter of
+// that region once it is healthy and caught up; with that voter cut off,
+// the leader stays where it is, and takes it back after the heal.
+func TestLeaderPreference(t *testing.T) {
+	c := newTestCluster(t)
+	c.leaderRegions = []string{"east"}
+	n1 := c.startIn("n1", "west", true, nil)
+	c.leader()
+	n2 := c.startIn("n2", "east", false, nil)
+	n3 := c.startIn("n3", "west", false, nil)
+	c.join(n2, n1, false)
+	c.join(n3, n1, false)
+	waitFor(t, "the leader moves to east (n2)", n2.node.IsLeader)
+
+	// n2 cut off: the others elect a west leader, which must not hand
+	// leadership back to n2 while n2 cannot follow it.
+	c.isolate(n2)
+	waitFor(t, "a west leader", func() bool { return n1.node.IsLeader() || n3.node.IsLeader() })
+	time.Sleep(4 * time.Second) // longer than the preference's checks need
+	if !n1.node.IsLeader() && !n3.node.IsLeader() {
+		t.Fatal("leadership left the connected side while n2 was cut off")
+	}
+	c.heal(n2)
+	waitFor(t, "the leader returns to east after the heal", n2.node.IsLeader)
+}

@@ -107,3 +107,20 @@ deploy-check: $(HELM)
 
 $(HELM):
 	GOBIN=$(dir $(HELM)) CGO_ENABLED=0 $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# The WAN lab benchmark (bench/cmd/wan-bench, docs/wan-lab.md): placementd
+# nodes as processes in network namespaces with delay added by the
+# project's NFQUEUE delayer; one table row per node RTT (MS or MS/JITTER).
+# Needs root; bounded by WAN_TIMEOUT; not part of `make test`.
+WAN_RTTS ?= 0,20,80,150,80/20
+WAN_NODES ?= 3
+WAN_REQUESTS ?= 100
+WAN_FAILOVERS ?= 3
+WAN_IDLE ?= 1m
+WAN_CLIENT_RTT ?= -1
+WAN_FLAGS ?=
+WAN_TIMEOUT ?= 30m
+.PHONY: wan-bench
+wan-bench:
+	$(GO) run ./bench/cmd/wan-bench -rtts '$(WAN_RTTS)' -nodes $(WAN_NODES) -requests $(WAN_REQUESTS) \
+		-failovers $(WAN_FAILOVERS) -idle $(WAN_IDLE) -client-rtt $(WAN_CLIENT_RTT) -serve-flags '$(WAN_FLAGS)' -timeout $(WAN_TIMEOUT)

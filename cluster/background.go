@@ -4,35 +4,42 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"time"
 )
 
 // Run does the cluster front's background work until ctx ends: it keeps
-// a connection to the leader's API open, and with LeaderRegions it keeps
-// the leader in the preferred regions (topology.go).
+// connections to the other voters' APIs open, and with LeaderRegions it
+// keeps the leader in the preferred regions (topology.go).
 func (h *Handler) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); h.keepLeaderConnWarm(ctx) }()
+	go func() { defer wg.Done(); h.keepVoterConnsWarm(ctx) }()
 	go func() { defer wg.Done(); h.keepLeaderInPreferredRegions(ctx) }()
 	wg.Wait()
 }
 
-// warmEvery is how often an idle follower touches the leader's API; well
+// warmEvery is how often a node touches the API of each other voter; well
 // below the forwarding client's idle timeout, so that the kept connection
 // never expires.
 const warmEvery = 30 * time.Second
 
-// keepLeaderConnWarm opens a connection to the API of each new leader as
-// soon as this node learns of it, and touches it now and then. Forwarded
-// requests share the client's keep-alive connections; without this the
-// first ones after an election (or after a quiet spell) would pay the TCP
-// and TLS handshakes, two or three round trips across a WAN.
+// Forwarded requests share the forwarding client's keep-alive connections.
+// Without the two loops below, the first requests after an election (or
+// after a quiet spell) would pay the TCP and TLS handshakes, two or three
+// round trips across a WAN: every voter keeps a connection open to every
+// other voter, one of which becomes the next leader, and a node opens one
+// to a new leader as soon as it learns of it (a non-voter, or a voter that
+// could not reach it before).
+
+// keepLeaderConnWarm touches the API of each new leader as soon as this
+// node learns of it.
 func (h *Handler) keepLeaderConnWarm(ctx context.Context) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	warm, touched := "", time.Time{}
+	warm := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -44,28 +51,86 @@ func (h *Handler) keepLeaderConnWarm(ctx context.Context) {
 			warm = ""
 			continue
 		}
-		if addr == warm && time.Since(touched) < warmEvery {
-			continue
-		}
-		if h.touch(ctx, addr) == nil {
-			warm, touched = addr, time.Now()
+		if addr != warm {
+			if _, err := h.touch(ctx, addr); err == nil {
+				warm = addr
+			}
 		}
 	}
 }
 
+// keepVoterConnsWarm touches every other voter's API every warmEvery (a
+// second after a failure), and warns when a round trip is long for the
+// Raft timing: a new leader steps down unless a follower answers within
+// the leader lease, so the lease must be well above the RTT.
+func (h *Handler) keepVoterConnsWarm(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	due := map[string]time.Time{}    // API address -> next touch
+	warned := map[string]time.Time{} // API address -> last warning
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		members, err := h.node.Members()
+		if err != nil {
+			continue
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		now := time.Now()
+		for _, m := range members {
+			if !m.Voter || m.ID == h.node.ID() || m.HTTPAddr == "" || now.Before(due[m.HTTPAddr]) {
+				continue
+			}
+			wg.Add(1)
+			go func(m Member) {
+				defer wg.Done()
+				rtt, err := h.touch(ctx, m.HTTPAddr)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					due[m.HTTPAddr] = now.Add(time.Second)
+					return
+				}
+				due[m.HTTPAddr] = now.Add(warmEvery)
+				lease := h.node.Timing().LeaderLease
+				// rtt is 0 when the touch opened the connection.
+				if 5*rtt > 2*lease && time.Since(warned[m.HTTPAddr]) > 10*time.Minute {
+					warned[m.HTTPAddr] = time.Now()
+					h.opts.Logger.Warn("round trip to a voter is long for the Raft timing: a new leader steps down unless followers answer within the leader lease; raise --raft-timing-multiplier (docs/cluster.md)",
+						"voter", m.ID, "rtt", rtt.Round(time.Millisecond), "leader_lease", lease)
+				}
+			}(m)
+		}
+		wg.Wait()
+	}
+}
+
 // touch asks the API at addr for its health through the forwarding client,
-// which keeps the connection for the next forwarded request.
-func (h *Handler) touch(ctx context.Context, addr string) error {
+// which keeps the connection for the next forwarded request. It returns
+// the round trip the answer took over a connection that was already open
+// (0 when it had to open one: the handshakes would count).
+func (h *Handler) touch(ctx context.Context, addr string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	reused := false
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) { reused = c.Reused }})
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.node.peerURL(addr, "/_cluster/health"), nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	start := time.Now()
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
+	rtt := time.Since(start)
+	if !reused {
+		rtt = 0
+	}
+	return rtt, resp.Body.Close()
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +68,8 @@ type ClusterStatus struct {
 	Leader  string         `json:"leader"`
 	Term    uint64         `json:"term"`
 	Members []MemberStatus `json:"members"`
-	// Warnings: regions whose loss would cost the quorum (QuorumWarnings).
+	// Warnings: regions whose loss would cost the quorum (QuorumWarnings),
+	// members whose Raft timing differs.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -290,6 +292,9 @@ func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus 
 		}(&out.Members[i])
 	}
 	wg.Wait()
+	if w := timingMismatch(out.Members); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	for i := range out.Members {
 		ms := &out.Members[i]
 		ms.Healthy = ms.Status.follows(out.Leader)
@@ -302,6 +307,28 @@ func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus 
 func (st *NodeStatus) follows(leader string) bool {
 	return st != nil && st.Leader != "" && st.Leader == leader &&
 		(st.State == "Leader" || (st.LastContactMS >= 0 && st.LastContactMS < 5000))
+}
+
+// timingMismatch warns when members report different Raft timing: a
+// follower with a shorter heartbeat timeout than the leader expects starts
+// elections a slow link would not justify.
+func timingMismatch(members []MemberStatus) string {
+	seen := map[string][]string{}
+	for _, m := range members {
+		if m.Status != nil && m.Status.TimingMS != nil {
+			t := m.Status.TimingMS
+			key := fmt.Sprintf("heartbeat %dms, election %dms, leader lease %dms, commit %dms", t["heartbeat"], t["election"], t["leader_lease"], t["commit"])
+			seen[key] = append(seen[key], m.ID)
+		}
+	}
+	if len(seen) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, key := range sortedIDs(seen) {
+		parts = append(parts, strings.Join(seen[key], ", ")+": "+key)
+	}
+	return "members run different Raft timing (give every node the same --raft-* settings): " + strings.Join(parts, "; ")
 }
 
 func getJSON(ctx context.Context, c *http.Client, url, auth string, dst any) error {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/placementd/placementd/cluster"
 )
 
@@ -190,4 +192,22 @@ func TestLeaderPreference(t *testing.T) {
 	}
 	c.heal(n2)
 	waitFor(t, "the leader returns to east after the heal", n2.node.IsLeader)
+}
+
+// The status warns when members run different Raft timing.
+func TestStatusWarnsOfTimingMismatch(t *testing.T) {
+	c := newTestCluster(t)
+	n1 := c.start("n1", true, nil)
+	c.leader()
+	n2 := c.start("n2", false, func(rc *raft.Config) { rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond })
+	c.join(n2, n1, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := client(n1).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], "different Raft timing") || !strings.Contains(st.Warnings[0], "n2: heartbeat 300ms") {
+		t.Fatalf("warnings %q, want one naming n2's 300ms heartbeat", st.Warnings)
+	}
 }

@@ -60,9 +60,9 @@ func (h *Handler) keepLeaderConnWarm(ctx context.Context) {
 }
 
 // keepVoterConnsWarm touches every other voter's API every warmEvery (a
-// second after a failure), and warns when a round trip is long for the
-// Raft timing: a new leader steps down unless a follower answers within
-// the leader lease, so the lease must be well above the RTT.
+// second after a failure), and warns when a round trip is above half the
+// leader lease: a new leader steps down unless a follower answers within
+// the lease, so the lease must be well above the RTT.
 func (h *Handler) keepVoterConnsWarm(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -98,7 +98,7 @@ func (h *Handler) keepVoterConnsWarm(ctx context.Context) {
 				due[m.HTTPAddr] = now.Add(warmEvery)
 				lease := h.node.Timing().LeaderLease
 				// rtt is 0 when the touch opened the connection.
-				if 5*rtt > 2*lease && time.Since(warned[m.HTTPAddr]) > 10*time.Minute {
+				if 2*rtt > lease && time.Since(warned[m.HTTPAddr]) > 10*time.Minute {
 					warned[m.HTTPAddr] = time.Now()
 					h.opts.Logger.Warn("round trip to a voter is long for the Raft timing: a new leader steps down unless followers answer within the leader lease; raise --raft-timing-multiplier (docs/cluster.md)",
 						"voter", m.ID, "rtt", rtt.Round(time.Millisecond), "leader_lease", lease)

@@ -49,6 +49,12 @@ type config struct {
 	serveFlags []string
 	timeout    time.Duration
 	dir        string
+	// regions, when set, gives each node a region (and so the number of
+	// nodes); nodes of one region are regionRTT apart, of two regions the
+	// row's RTT. The leader is kept in the first one (--leader-regions),
+	// and each row also cuts the leader's region off and heals it.
+	regions   []string
+	regionRTT time.Duration
 }
 
 // rttSpec is one row: the node-to-node RTT and its jitter (±).
@@ -97,7 +103,14 @@ func main() {
 	serveFlags := flag.String("serve-flags", "", "extra flags for every `placementd serve`, e.g. the timing profile: --raft-timing-multiplier 0.5")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	flag.StringVar(&c.dir, "dir", "", "where binaries, data dirs and node logs go (default: a temporary dir, removed at the end)")
+	regions := flag.String("regions", "", "region of each node, e.g. a,a,b,b,c (sets -nodes): the row's RTT is then between regions, the leader is kept in the first region listed, and each row also cuts the leader's region off")
+	flag.DurationVar(&c.regionRTT, "region-rtt", time.Millisecond, "RTT between nodes of one region (with -regions)")
 	flag.Parse()
+	if c.regions = strings.Split(*regions, ","); *regions == "" {
+		c.regions = nil
+	} else {
+		c.nodes = len(c.regions)
+	}
 	var err error
 	if c.rtts, err = parseRTTs(*rtts); err != nil {
 		fail(err)
@@ -143,6 +156,7 @@ type row struct {
 	readLeader, readFollower, staleFollower time.Duration
 	failovers                               []time.Duration
 	elections                               int
+	regionLoss, leaderBack                  time.Duration // with -regions
 	err                                     error
 }
 
@@ -228,12 +242,15 @@ func (b *bench) start(ctx context.Context, bin, dir string) error {
 		if err != nil {
 			return err
 		}
+		// Killed leaders come back with their data: membership stays.
+		args := []string{"--leave-on-shutdown=false"}
+		if b.cfg.regions != nil {
+			args = append(args, "--region", b.cfg.regions[i-1], "--leader-regions", b.cfg.regions[0])
+		}
 		n := &proctest.Node{
 			ID: id, Bin: bin, HTTPAddr: h.Addr.String() + ":" + apiPort, RaftAddr: h.Addr.String() + ":8779",
 			DataDir: filepath.Join(dir, id), Secret: secret, LogPath: filepath.Join(dir, id+".log"),
-			Exec: h.Exec(), HTTP: b.ctl,
-			// Killed leaders come back with their data: membership stays.
-			Args: append([]string{"--leave-on-shutdown=false"}, b.cfg.serveFlags...),
+			Exec: h.Exec(), HTTP: b.ctl, Args: append(args, b.cfg.serveFlags...),
 		}
 		if err := n.Start(join); err != nil {
 			return err
@@ -282,8 +299,12 @@ func (b *bench) setRTT(spec rttSpec) (client rttSpec, err error) {
 		client = rttSpec{b.cfg.clientRTT, 0}
 	}
 	for i, a := range b.nodes {
-		for _, c := range b.nodes[i+1:] {
-			if err := b.lab.SetRTT(a.ID, c.ID, spec.rtt, spec.jitter); err != nil {
+		for j, c := range b.nodes[i+1:] {
+			rtt, jitter := spec.rtt, spec.jitter
+			if b.cfg.regions != nil && b.cfg.regions[i] == b.cfg.regions[i+1+j] {
+				rtt, jitter = b.cfg.regionRTT, 0
+			}
+			if err := b.lab.SetRTT(a.ID, c.ID, rtt, jitter); err != nil {
 				return client, err
 			}
 		}
@@ -338,6 +359,13 @@ func (b *bench) row(ctx context.Context, spec rttSpec) (r row) {
 			return r
 		}
 		logf("  %d elections in %s idle", r.elections, b.cfg.idle)
+	}
+	if b.cfg.regions != nil {
+		if r.regionLoss, r.leaderBack, err = b.regionLoss(ctx); err != nil {
+			r.err = err
+			return r
+		}
+		logf("  leader's region cut off: writes again after %v; healed: leader back in %s after %v", r.regionLoss, b.cfg.regions[0], r.leaderBack)
 	}
 	for range b.cfg.failovers {
 		d, err := b.failover(ctx)
@@ -420,6 +448,7 @@ func (b *bench) failover(ctx context.Context) (time.Duration, error) {
 			via = n
 		}
 	}
+	logf("  killing the leader %s, writing through %s", dead.ID, via.ID)
 	start := time.Now()
 	if err := dead.Kill(); err != nil {
 		return 0, err
@@ -447,6 +476,82 @@ func (b *bench) failover(ctx context.Context) (time.Duration, error) {
 	}
 	_, err = b.waitHealthy(ctx, b.cfg.nodes)
 	return took, err
+}
+
+// regionLoss waits for the leader to be in the preferred region, cuts that
+// region off from the other nodes and the client, and times the first
+// write a node elsewhere accepts; then it heals the cut and times the
+// leader's return to the preferred region.
+func (b *bench) regionLoss(ctx context.Context) (loss, back time.Duration, err error) {
+	preferred := b.cfg.regions[0]
+	st, err := b.waitLeaderIn(ctx, preferred, 2*time.Minute)
+	if err != nil {
+		return 0, 0, err
+	}
+	var cut, rest []string
+	var via *proctest.Node
+	for i, n := range b.nodes {
+		if b.cfg.regions[i] == preferred {
+			cut = append(cut, n.ID)
+		} else {
+			rest = append(rest, n.ID)
+			if via == nil {
+				via = n
+			}
+		}
+	}
+	if via == nil {
+		return 0, 0, errors.New("-regions: every node is in the preferred region")
+	}
+	logf("  cutting off %s (%s, leader %s), writing through %s", preferred, strings.Join(cut, ","), st.Leader, via.ID)
+	start := time.Now()
+	if err := b.lab.Partition(cut, append(rest, "client")); err != nil {
+		return 0, 0, err
+	}
+	for {
+		u := uuid.NewString()
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		code, err := b.do(rctx, b.client, via.HTTPAddr, http.MethodPost, "/resource_providers", map[string]string{"uuid": u, "name": "wan-" + u}, nil)
+		cancel()
+		if err == nil && code == http.StatusOK {
+			loss = time.Since(start)
+			break
+		}
+		if ctx.Err() != nil || time.Since(start) > 2*time.Minute {
+			b.lab.Heal()
+			return 0, 0, fmt.Errorf("no write accepted within 2 minutes of the region cut: %d %v", code, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start = time.Now()
+	if err := b.lab.Heal(); err != nil {
+		return loss, 0, err
+	}
+	if _, err := b.waitLeaderIn(ctx, preferred, 2*time.Minute); err != nil {
+		return loss, 0, err
+	}
+	return loss, time.Since(start), nil
+}
+
+// waitLeaderIn waits until the leader is a node of region.
+func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Duration) (cluster.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		st, err := proctest.Status(ctx, b.nodes)
+		if err == nil {
+			for _, m := range st.Members {
+				if m.ID == st.Leader && m.Region == region {
+					return st, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("the leader did not come to region %s: %v", region, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // do sends one Placement API request as admin and drains the answer.
@@ -484,14 +589,21 @@ func ms(d time.Duration) string {
 func printTable(w io.Writer, cfg config, rows []row) {
 	fmt.Fprintf(w, "\n%d voters, %d requests per figure (p50, ms), %d failovers per row (median / worst), elections counted over %s idle",
 		cfg.nodes, cfg.requests, cfg.failovers, cfg.idle)
+	if cfg.regions != nil {
+		fmt.Fprintf(w, "; regions %s (%s apart within one), leader kept in %s", strings.Join(cfg.regions, ","), cfg.regionRTT, cfg.regions[0])
+	}
 	if len(cfg.serveFlags) > 0 {
 		fmt.Fprintf(w, "; serve flags: %s", strings.Join(cfg.serveFlags, " "))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
-	fmt.Fprintln(tw, "| node RTT\t| client RTT\t| write via leader\t| write via follower\t| read on leader\t| read on follower\t| stale read on follower\t| failover (kill leader → write ok)\t| elections\t|")
-	fmt.Fprintln(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t|")
+	regionCols, regionSep := "", ""
+	if cfg.regions != nil {
+		regionCols, regionSep = "\t| leader's region cut → write ok\t| healed → leader back", "\t| ---\t| ---"
+	}
+	fmt.Fprintln(tw, "| node RTT\t| client RTT\t| write via leader\t| write via follower\t| read on leader\t| read on follower\t| stale read on follower\t| failover (kill leader → write ok)\t| elections"+regionCols+"\t|")
+	fmt.Fprintln(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---"+regionSep+"\t|")
 	for _, r := range rows {
 		if r.err != nil && r.staleFollower == 0 {
 			fmt.Fprintf(tw, "| %s\t| %s\t| error: %v\t|\t|\t|\t|\t|\t|\t|\n", r.spec, ms(r.clientRTT), r.err)
@@ -507,8 +619,12 @@ func printTable(w io.Writer, cfg config, rows []row) {
 		if cfg.idle > 0 {
 			el = strconv.Itoa(r.elections)
 		}
-		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", r.spec, ms(r.clientRTT),
-			ms(r.writeLeader), ms(r.writeFollower), ms(r.readLeader), ms(r.readFollower), ms(r.staleFollower), fo, el)
+		region := ""
+		if cfg.regions != nil {
+			region = fmt.Sprintf("\t| %.2f s\t| %.2f s", r.regionLoss.Seconds(), r.leaderBack.Seconds())
+		}
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s%s\t|\n", r.spec, ms(r.clientRTT),
+			ms(r.writeLeader), ms(r.writeFollower), ms(r.readLeader), ms(r.readFollower), ms(r.staleFollower), fo, el, region)
 		if r.err != nil {
 			fmt.Fprintf(tw, "| \t| error after the figures: %v\t|\t|\t|\t|\t|\t|\t|\t|\n", r.err)
 		}

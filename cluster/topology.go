@@ -242,6 +242,10 @@ func (h *Handler) transferLeadership(w http.ResponseWriter, r *http.Request) {
 		writeErrorBody(w, http.StatusConflict, "transfer-leadership: "+err.Error())
 		return
 	}
+	if req.To == h.node.ID() {
+		writeJSONBody(w, http.StatusOK, TransferResult{From: req.To, To: req.To}) // already there
+		return
+	}
 	h.opts.Logger.Info("leadership transferred on request", "to", req.To)
 	writeJSONBody(w, http.StatusOK, TransferResult{From: h.node.ID(), To: h.waitNewLeader(r.Context())})
 }

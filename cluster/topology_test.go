@@ -147,6 +147,9 @@ func TestTransferLeadership(t *testing.T) {
 	}
 	t.Logf("%d writes during the transfer, all created", writes)
 
+	if res, err := client(nodes[0]).TransferLeadership(ctx, to.id); err != nil || res.From != to.id || res.To != to.id {
+		t.Errorf("transfer to the leader itself: %+v, %v, want a no-op", res, err)
+	}
 	var se *cluster.StatusError
 	if _, err := client(nodes[0]).TransferLeadership(ctx, "nobody"); !errors.As(err, &se) || se.Code != http.StatusNotFound {
 		t.Errorf("transfer to an unknown node: %v, want 404", err)

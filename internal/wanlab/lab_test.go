@@ -3,6 +3,7 @@ package wanlab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -163,8 +164,9 @@ func TestLabRemovesWhatItMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A leftover: named as a lab of a process that cannot exist.
-	stale := namePrefix + "999999999-1-hub"
+	// A leftover: named as a lab of a process that cannot exist (pid over
+	// the kernel's limit), unique to this test process.
+	stale := fmt.Sprintf("%s999999999-%d-hub", namePrefix, os.Getpid())
 	if err := run("ip", "netns", "add", stale); err != nil {
 		t.Fatal(err)
 	}

@@ -185,13 +185,18 @@ func TestLeaderPreference(t *testing.T) {
 	c.join(n3, n1, false)
 	waitFor(t, "the leader moves to east (n2)", n2.node.IsLeader)
 
-	// n2 cut off: the others elect a west leader, which must not hand
-	// leadership back to n2 while n2 cannot follow it.
+	// n2 cut off: the others elect a west leader, which must not try to
+	// hand leadership to n2 while n2 cannot follow it (a transfer attempt
+	// would hold writes). Watched for longer than the checks that a
+	// transfer needs (3, one a second).
 	c.isolate(n2)
 	waitFor(t, "a west leader", func() bool { return n1.node.IsLeader() || n3.node.IsLeader() })
-	time.Sleep(4 * time.Second) // longer than the preference's checks need
-	if !n1.node.IsLeader() && !n3.node.IsLeader() {
-		t.Fatal("leadership left the connected side while n2 was cut off")
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		for _, n := range []*testNode{n1, n3} {
+			if n.node.IsLeader() && n.node.WritesStopped() {
+				t.Fatalf("%s tried to hand leadership over while the preferred voter was cut off", n.id)
+			}
+		}
 	}
 	c.heal(n2)
 	waitFor(t, "the leader returns to east after the heal", n2.node.IsLeader)

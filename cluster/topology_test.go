@@ -207,7 +207,9 @@ func TestStatusWarnsOfTimingMismatch(t *testing.T) {
 	c := newTestCluster(t)
 	n1 := c.start("n1", true, nil)
 	c.leader()
-	n2 := c.start("n2", false, func(rc *raft.Config) { rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond })
+	n2 := c.start("n2", false, func(rc *raft.Config) {
+		rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
+	})
 	c.join(n2, n1, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

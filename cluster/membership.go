@@ -240,6 +240,51 @@ func (n *Node) PeerHTTPAddrs() []string {
 	return out
 }
 
+// leaderChanges returns a channel closed when this node next sees the
+// leader change (to another node, or to none).
+func (n *Node) leaderChanges() <-chan struct{} {
+	n.lmu.Lock()
+	defer n.lmu.Unlock()
+	if n.leaderCh == nil {
+		n.leaderCh = make(chan struct{})
+	}
+	return n.leaderCh
+}
+
+// watchLeader closes the leaderChanges channel at each change of leader:
+// as Raft observes it, and, should an observation be dropped, at the next
+// check of a slow ticker.
+func (n *Node) watchLeader() {
+	defer n.done.Done()
+	obs := make(chan raft.Observation, 16)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.Raft.RegisterObserver(observer)
+	defer n.Raft.DeregisterObserver(observer)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, _ := n.Raft.LeaderWithID()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		case <-obs:
+		}
+		if now, _ := n.Raft.LeaderWithID(); now != last {
+			last = now
+			n.lmu.Lock()
+			if n.leaderCh != nil {
+				close(n.leaderCh)
+				n.leaderCh = nil
+			}
+			n.lmu.Unlock()
+		}
+	}
+}
+
 // maintain keeps the membership table in step with the configuration
 // while this node leads: its own API address and labels, and no entries
 // of servers that were removed.

@@ -125,6 +125,9 @@ type Node struct {
 	proposing   atomic.Int64 // commands past the gate still waiting for their result
 
 	proposer proposer
+
+	lmu      sync.Mutex
+	leaderCh chan struct{} // closed at the next change of leader (leaderChanges)
 }
 
 // Open starts a node over f with the configured stores.
@@ -226,10 +229,11 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.Raft = r
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.electAloneNow()
-	n.done.Add(3)
+	n.done.Add(4)
 	go n.maintain()
 	go n.compactLog()
 	go n.watchState()
+	go n.watchLeader()
 	return n, nil
 }
 

@@ -68,7 +68,9 @@ func QuorumWarnings(members []Member) []string {
 // voter Raft finds most up to date, and returns when another node leads or
 // the transfer failed. Meanwhile writes are held as in a graceful stop:
 // those already proposed finish here first, new ones wait and go to the
-// next leader, so none gets an unknown outcome from the transfer.
+// next leader, so none gets an unknown outcome from the transfer (one
+// caught between the front's check and the write gate is refused as not
+// applied, safe to retry).
 func (n *Node) TransferLeadershipTo(ctx context.Context, id string) error {
 	if !n.IsLeader() {
 		return ErrNotLeader

@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -218,10 +217,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	return ctx.Err()
 }
 
-const (
-	secret  = "wan-bench-secret"
-	apiPort = "8778"
-)
+const secret = "wan-bench-secret"
 
 // start creates the hosts and starts the cluster: n1 founds it, the
 // others join.
@@ -247,11 +243,7 @@ func (b *bench) start(ctx context.Context, bin, dir string) error {
 		if b.cfg.regions != nil {
 			args = append(args, "--region", b.cfg.regions[i-1], "--leader-regions", b.cfg.regions[0])
 		}
-		n := &proctest.Node{
-			ID: id, Bin: bin, HTTPAddr: h.Addr.String() + ":" + apiPort, RaftAddr: h.Addr.String() + ":8779",
-			DataDir: filepath.Join(dir, id), Secret: secret, LogPath: filepath.Join(dir, id+".log"),
-			Exec: h.Exec(), HTTP: b.ctl, Args: append(args, b.cfg.serveFlags...),
-		}
+		n := proctest.LabNode(h, id, bin, dir, secret, b.ctl, append(args, b.cfg.serveFlags...)...)
 		if err := n.Start(join); err != nil {
 			return err
 		}

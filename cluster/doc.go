@@ -19,4 +19,11 @@
 // waits until the FSM has applied that index. The first read of a new
 // term waits for a Barrier through the log, because hashicorp/raft does
 // not say when the new term's first entry committed.
+//
+// Timing (timing.go): the Raft timeouts, set directly or as a multiplier
+// and checked against each other. Topology (topology.go): region and zone
+// labels carried with the membership, the check that losing one region
+// keeps a quorum, leadership transfer, and the leader preference that
+// Handler.Run applies; Run also keeps connections to the other voters'
+// APIs open (background.go) so that forwarding pays no handshake.
 package cluster

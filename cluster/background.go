@@ -15,8 +15,9 @@ import (
 func (h *Handler) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); h.keepLeaderConnWarm(ctx) }()
-	go func() { defer wg.Done(); h.keepVoterConnsWarm(ctx) }()
+	w := &warmth{at: map[string]time.Time{}}
+	go func() { defer wg.Done(); h.keepLeaderConnWarm(ctx, w) }()
+	go func() { defer wg.Done(); h.keepVoterConnsWarm(ctx, w) }()
 	go func() { defer wg.Done(); h.keepLeaderInPreferredRegions(ctx) }()
 	wg.Wait()
 }
@@ -34,9 +35,28 @@ const warmEvery = 30 * time.Second
 // to a new leader as soon as it learns of it (a non-voter, or a voter that
 // could not reach it before).
 
+// warmth remembers when each API address was last touched successfully:
+// its connection is open.
+type warmth struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (w *warmth) touched(addr string) {
+	w.mu.Lock()
+	w.at[addr] = time.Now()
+	w.mu.Unlock()
+}
+
+func (w *warmth) warm(addr string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Since(w.at[addr]) < warmEvery
+}
+
 // keepLeaderConnWarm touches the API of each new leader as soon as this
-// node learns of it.
-func (h *Handler) keepLeaderConnWarm(ctx context.Context) {
+// node learns of it, unless its connection is known to be open (a voter).
+func (h *Handler) keepLeaderConnWarm(ctx context.Context, w *warmth) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	warm := ""
@@ -52,8 +72,11 @@ func (h *Handler) keepLeaderConnWarm(ctx context.Context) {
 			continue
 		}
 		if addr != warm {
-			if _, err := h.touch(ctx, addr); err == nil {
+			if w.warm(addr) {
 				warm = addr
+			} else if _, err := h.touch(ctx, addr); err == nil {
+				warm = addr
+				w.touched(addr)
 			}
 		}
 	}
@@ -63,7 +86,7 @@ func (h *Handler) keepLeaderConnWarm(ctx context.Context) {
 // second after a failure), and warns when a round trip is above half the
 // leader lease: a new leader steps down unless a follower answers within
 // the lease, so the lease must be well above the RTT.
-func (h *Handler) keepVoterConnsWarm(ctx context.Context) {
+func (h *Handler) keepVoterConnsWarm(ctx context.Context, w *warmth) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	due := map[string]time.Time{}    // API address -> next touch
@@ -79,10 +102,13 @@ func (h *Handler) keepVoterConnsWarm(ctx context.Context) {
 			continue
 		}
 		var wg sync.WaitGroup
-		var mu sync.Mutex
+		var mu sync.Mutex // over due and warned, which the touches below update
 		now := time.Now()
 		for _, m := range members {
-			if !m.Voter || m.ID == h.node.ID() || m.HTTPAddr == "" || now.Before(due[m.HTTPAddr]) {
+			mu.Lock()
+			later := now.Before(due[m.HTTPAddr])
+			mu.Unlock()
+			if !m.Voter || m.ID == h.node.ID() || m.HTTPAddr == "" || later {
 				continue
 			}
 			wg.Add(1)
@@ -96,6 +122,7 @@ func (h *Handler) keepVoterConnsWarm(ctx context.Context) {
 					return
 				}
 				due[m.HTTPAddr] = now.Add(warmEvery)
+				w.touched(m.HTTPAddr)
 				lease := h.node.Timing().LeaderLease
 				// rtt is 0 when the touch opened the connection.
 				if 2*rtt > lease && time.Since(warned[m.HTTPAddr]) > 10*time.Minute {

@@ -153,7 +153,7 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 				}
 				bodyRead = true
 			}
-			resp, err := h.send(r.WithContext(h.untilLeaderMoves(r.Context(), id)), addr, body, hops+1)
+			resp, err := h.send(r.WithContext(h.untilLeaderMoves(r.Context(), id, addr)), addr, body, hops+1)
 			if err == nil && resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(NotAppliedHeader) != "" &&
 				!time.Now().After(deadline) {
 				// Refused before the log: safe to send to the next leader.

@@ -44,53 +44,87 @@ func TestForwardingKeepsConnections(t *testing.T) {
 	waitFor(t, "n2 knows the leader's API address", func() bool { _, addr := n2.node.Leader(); return addr != "" })
 
 	hc := apiCA.client()
-	get := func(via *tlsNode, wantBy string) {
+	nodes := []*tlsNode{n1, n2}
+	// get sends one GET through via and returns who served it.
+	get := func(via *tlsNode) string {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+via.addr+"/resource_providers", nil)
 		req.Header.Set("X-Auth-Token", "admin")
 		resp, err := hc.Do(req)
 		if err != nil {
 			t.Error(err)
-			return
+			return ""
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || resp.Header.Get(cluster.ServedByHeader) != wantBy {
-			t.Errorf("GET via %s: %d served by %q, want 200 from %s", via.id, resp.StatusCode, resp.Header.Get(cluster.ServedByHeader), wantBy)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET via %s: %d", via.id, resp.StatusCode)
+		}
+		return resp.Header.Get(cluster.ServedByHeader)
+	}
+	// phase sends requests through the follower, workers at a time, and
+	// returns how many connections the leader accepted meanwhile; ok is
+	// false when another node answered (a loaded machine may hold an
+	// election), and the phase must be run again.
+	phase := func(requests, workers int) (opened int64, ok bool) {
+		leader, via := 0, 1
+		if n2.node.IsLeader() {
+			leader, via = 1, 0
+		}
+		get(nodes[via]) // a connection to the leader, if there was none
+		base := accepted[leader].Load()
+		var wg sync.WaitGroup
+		var moved atomic.Bool
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range requests / workers {
+					if by := get(nodes[via]); by != nodes[leader].id {
+						moved.Store(true)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return accepted[leader].Load() - base, !moved.Load()
+	}
+	for _, p := range []struct{ requests, workers int }{{30, 1}, {40, 4}} {
+		for try := 1; ; try++ {
+			opened, ok := phase(p.requests, p.workers)
+			if !ok && try < 3 {
+				continue
+			}
+			if !ok {
+				t.Fatal("the leader kept changing")
+			}
+			// One more than the workers need: the follower's own touch of
+			// the leader (background.go) may come while they use the
+			// connections.
+			if want := int64(p.workers); opened > want {
+				t.Fatalf("%d requests forwarded %d at a time opened %d new connections to the leader, want at most %d", p.requests, p.workers, opened, want)
+			}
+			break
 		}
 	}
-	get(n2, "n1")
-	base := accepted[0].Load()
-	for range 30 {
-		get(n2, "n1")
-	}
-	if n := accepted[0].Load() - base; n != 0 {
-		t.Fatalf("30 requests forwarded one after another opened %d new connections to the leader, want none", n)
-	}
-	const workers = 4
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 10 {
-				get(n2, "n1")
-			}
-		}()
-	}
-	wg.Wait()
-	if n := accepted[0].Load() - base; n > workers {
-		t.Fatalf("%d concurrent forwarders opened %d connections to the leader", workers, n)
-	}
 
-	// Voters keep connections to each other: when leadership moves to n2,
-	// n1's connection to it is already open.
-	waitFor(t, "n1 opened a connection to n2, a voter", func() bool { return accepted[1].Load() > 0 })
-	if err := n1.node.TransferLeadershipTo(ctx, "n2"); err != nil {
+	// Voters keep connections to each other: when leadership moves, the
+	// old leader's connection to the new one is already open.
+	l, f := 0, 1
+	if n2.node.IsLeader() {
+		l, f = 1, 0
+	}
+	waitFor(t, nodes[l].id+" opened a connection to "+nodes[f].id+", a voter", func() bool { return accepted[f].Load() > 0 })
+	if err := nodes[l].node.TransferLeadershipTo(ctx, nodes[f].id); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "n1 follows n2", func() bool { id, addr := n1.node.Leader(); return id == "n2" && addr != "" })
-	warm := accepted[1].Load()
-	get(n1, "n2")
-	if n := accepted[1].Load() - warm; n != 0 {
+	waitFor(t, nodes[l].id+" follows "+nodes[f].id, func() bool {
+		id, addr := nodes[l].node.Leader()
+		return id == nodes[f].id && addr != ""
+	})
+	warm := accepted[f].Load()
+	if by := get(nodes[l]); by != nodes[f].id {
+		t.Fatalf("served by %q after the transfer to %s", by, nodes[f].id)
+	}
+	if n := accepted[f].Load() - warm; n != 0 {
 		t.Fatalf("the first request forwarded to the new leader opened %d connections, want the warm one", n)
 	}
 }

@@ -57,27 +57,17 @@ func (w *warmth) warm(addr string) bool {
 // keepLeaderConnWarm touches the API of each new leader as soon as this
 // node learns of it, unless its connection is known to be open (a voter).
 func (h *Handler) keepLeaderConnWarm(ctx context.Context, w *warmth) {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	warm := ""
 	for {
+		changed := h.node.leaderChanges() // before the check: no change is missed
+		if id, addr := h.node.Leader(); id != "" && id != h.node.ID() && addr != "" && !w.warm(addr) {
+			if _, err := h.touch(ctx, addr); err == nil {
+				w.touched(addr)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
-		}
-		id, addr := h.node.Leader()
-		if id == "" || id == h.node.ID() || addr == "" {
-			warm = ""
-			continue
-		}
-		if addr != warm {
-			if w.warm(addr) {
-				warm = addr
-			} else if _, err := h.touch(ctx, addr); err == nil {
-				warm = addr
-				w.touched(addr)
-			}
+		case <-changed:
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 // with the cluster secret; a node started without one refuses them.
 //
 //	GET  /_cluster/health    ready for traffic? 200 or 503 (no secret)
+//	GET  /_cluster/read-index  the leader's read index (no secret; readlevels.go)
 //	GET  /_cluster/self      this node's Raft state and state digest
 //	GET  /_cluster/status    members, leader, term, every node's report
 //	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter"}
@@ -159,6 +160,10 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 			code = http.StatusServiceUnavailable
 		}
 		writeJSONBody(w, code, st)
+		return
+	}
+	if route == "GET "+readIndexPath {
+		h.serveReadIndex(w, r)
 		return
 	}
 	if !h.checkSecret(w, r) {

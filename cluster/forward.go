@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,13 @@ type Handler struct {
 	opts     HandlerOptions
 	client   *http.Client
 	draining atomic.Bool
+
+	// Read levels (readlevels.go): a follower's read index rounds, the
+	// pace at which the node confirms its state, and a leader that has
+	// no read index endpoint.
+	followerReads *sharedRounds
+	pace          pace
+	noReadIndex   noReadIndex
 }
 
 // Handler builds the cluster front of api.
@@ -90,11 +98,18 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 		tr.TLSClientConfig = clientTLS(n.cfg.APITLS)
 		tr.TLSHandshakeTimeout = 5 * time.Second
 	}
-	return &Handler{node: n, api: api, opts: opts, client: &http.Client{
+	h := &Handler{node: n, api: api, opts: opts, client: &http.Client{
 		Transport: tr,
 		// Redirects are the client's business: relay them.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
+	h.followerReads = newSharedRounds(h.readIndexRound)
+	h.pace.poke = make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	n.done.Add(2)
+	go func() { defer n.done.Done(); <-n.stop; cancel() }()
+	go h.keepConfirmed(ctx)
+	return h
 }
 
 // SetDraining makes the node report not ready (for load balancers) while
@@ -106,9 +121,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.admin(w, r)
 		return
 	}
-	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (brokenLocalReads || strings.EqualFold(r.Header.Get(StaleReadHeader), "true")) {
-		w.Header().Set(ServedByHeader, h.node.ID())
-		h.api.ServeHTTP(w, r.WithContext(WithStaleRead(r.Context())))
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		h.read(w, r)
 		return
 	}
 	h.toLeader(w, r, h.api)
@@ -139,8 +153,7 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 			if bodyRead {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
-			w.Header().Set(ServedByHeader, h.node.ID())
-			local.ServeHTTP(w, r)
+			h.serveLocal(w, r, local, levelLinearizable, false)
 			return
 		}
 		if addr != "" {

@@ -81,12 +81,13 @@ type clusterFSM struct {
 	compact       chan struct{}
 
 	// applying is the index of the entry Apply is working on (0 between
-	// entries) and applied the last one it finished. Raft counts an entry
+	// entries) and applied the last one it finished (or the index of the
+	// snapshot it restored last, if that came after). Raft counts an entry
 	// applied once it has handed it to the state machine, which may still
 	// be stuck on an earlier one or far behind: readiness looks here.
 	applying, applied atomic.Uint64
 
-	// onApply, when set, is called after every applied entry.
+	// onApply, when set, is called after every applied entry and restore.
 	onApply func()
 }
 
@@ -163,8 +164,40 @@ func (c *clusterFSM) Snapshot() (raft.FSMSnapshot, error) {
 
 // Restore accepts a snapshot written by clusterSnapshot (v1 or v2), or a
 // bare placement snapshot (a backup given to raft.Restore), which keeps
-// the current membership table.
+// the current membership table. The state then includes every entry up to
+// the snapshot's index (indexedSnapshots passes it on).
 func (c *clusterFSM) Restore(rc io.ReadCloser) error {
+	// While the state is replaced it includes nothing for sure; after, it
+	// includes the snapshot's index (unknown without indexedSnapshots).
+	c.applied.Store(0)
+	if err := c.restore(rc); err != nil {
+		return err
+	}
+	if s := snapshotOpened(rc); s != nil {
+		c.applied.Store(s.index)
+		if c.onApply != nil {
+			c.onApply()
+		}
+	}
+	return nil
+}
+
+// snapshotOpened finds the indexedSnapshot under raft's wrappers (raft
+// counts the bytes a restore reads through one), nil if there is none.
+func snapshotOpened(rc io.ReadCloser) *indexedSnapshot {
+	for {
+		switch r := rc.(type) {
+		case *indexedSnapshot:
+			return r
+		case raft.ReadCloserWrapper:
+			rc = r.WrappedReadCloser()
+		default:
+			return nil
+		}
+	}
+}
+
+func (c *clusterFSM) restore(rc io.ReadCloser) error {
 	br := bufio.NewReader(rc)
 	if head, _ := br.Peek(len(snapHeader)); string(head) == snapHeader || string(head) == snapHeaderV1 {
 		line, err := br.ReadString('\n')

@@ -92,27 +92,21 @@ type Node struct {
 	readyTerm   uint64 // term whose barrier has completed
 	barrierWait chan struct{}
 
-	// Concurrent reads share leadership checks (see verifyLeader), which
+	// Concurrent reads share leadership checks (verifyLeader), which
 	// count only fresh acknowledgements (readacks.go).
-	vmu      sync.Mutex
-	vnext    *verifyRound
-	vrunning bool
-	// rounds counts the rounds in flight (roundDone is closed when one
-	// ends); lastRound is when the last one started (used by verifyRounds
-	// alone) and roundTime how long one takes, in nanoseconds (a moving
-	// average).
-	roundMu   sync.Mutex
-	rounds    int
-	roundDone chan struct{}
-	lastRound time.Time
-	roundTime atomic.Int64
-	acks      *ackTracker
+	verify *sharedRounds
+	acks   *ackTracker
 	// protocolVersion is raft's, for the heartbeats read rounds send.
 	protocolVersion raft.ProtocolVersion
 	// applied is closed and replaced whenever the FSM applies an entry,
 	// for reads waiting for the state to reach an index.
 	appliedMu sync.Mutex
 	applied   chan struct{}
+	// logs is raft's log store (stateIndex looks at entries there);
+	// confirmed is when, on sinceBoot's clock, this node asked for the
+	// newest read index its state has reached (readindex.go; 0: never).
+	logs      raft.LogStore
+	confirmed atomic.Int64
 
 	// The write gate: StopWrites closes it so that a leader about to hand
 	// over takes no new command and waits for those already proposed,
@@ -142,7 +136,8 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		cfg.SnapshotBytes = 256 << 20
 	}
 	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
-		acks: newAckTracker(), applied: make(chan struct{}), roundDone: make(chan struct{})}
+		acks: newAckTracker(), applied: make(chan struct{})}
+	n.verify = newSharedRounds(func() error { return n.confirmLeadership(context.Background()) })
 	n.meta.onApply = n.notifyApplied
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -193,6 +188,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			return nil, err
 		}
 	}
+
+	n.logs = logs
+	snaps = indexedSnapshots{snaps}
 
 	trans := cfg.Transport
 	if trans == nil {
@@ -397,48 +395,26 @@ func (n *Node) awaitLeadership(ctx context.Context) error {
 
 // ReadBarrier returns once a read of the local state would see every write
 // acknowledged before it was called: leadership is confirmed by a quorum's
-// fresh acknowledgements (confirmLeadership) after noting the commit index,
-// and the FSM has applied that index.
+// fresh acknowledgements (confirmLeadership) after noting the commit index
+// (readIndex), and the state includes that index. It counts as a
+// confirmation of this node's state (readindex.go).
 func (n *Node) ReadBarrier(ctx context.Context) error {
+	asked := sinceBoot()
 	if err := n.awaitLeadership(ctx); err != nil {
 		return err
 	}
-	if err := n.termBarrier(); err != nil {
+	commit, err := n.readIndex(ctx)
+	if err != nil {
 		return err
 	}
-	commit := n.Raft.CommitIndex()
-	if err := n.verifyLeader(ctx); err != nil {
+	if err := n.waitState(ctx, commit); err != nil {
 		return err
 	}
-	return n.waitApplied(ctx, commit)
+	n.noteConfirmed(asked)
+	return nil
 }
 
-// waitApplied returns once raft has handed every entry up to index to the
-// FSM. Commands wake it as they apply; entries that never reach the FSM
-// (barriers, no-ops, configuration changes) are noticed by a slow tick.
-func (n *Node) waitApplied(ctx context.Context, index uint64) error {
-	var tick *time.Ticker
-	for {
-		n.appliedMu.Lock()
-		wake := n.applied
-		n.appliedMu.Unlock()
-		if n.Raft.AppliedIndex() >= index {
-			return nil
-		}
-		if tick == nil {
-			tick = time.NewTicker(5 * time.Millisecond)
-			defer tick.Stop()
-		}
-		select {
-		case <-wake:
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// notifyApplied wakes the reads waiting in waitApplied.
+// notifyApplied wakes the reads waiting in waitState.
 func (n *Node) notifyApplied() {
 	n.appliedMu.Lock()
 	close(n.applied)
@@ -488,7 +464,7 @@ func (n *Node) Read(ctx context.Context, fn func(s *state.Store)) error {
 			return err
 		}
 	}
-	n.FSM.Read(fn)
+	n.FSM.Read(noting(ctx, fn))
 	return nil
 }
 
@@ -496,6 +472,8 @@ type staleKey struct{}
 
 // WithStaleRead marks ctx as allowing a read of the local state without
 // the read barrier: it may miss recent writes, but costs no round trip.
+// (The cluster front also uses it for reads it has already made fresh
+// enough: bounded and read-index reads, readlevels.go.)
 func WithStaleRead(ctx context.Context) context.Context {
 	return context.WithValue(ctx, staleKey{}, true)
 }
@@ -521,108 +499,10 @@ func (n *Node) closeStores() {
 	n.closers = nil
 }
 
-// verifyRound is one leadership confirmation shared by the reads that
-// joined it.
-type verifyRound struct {
-	done chan struct{}
-	err  error
-}
-
 // verifyLeader confirms leadership with a round that starts after the
-// call, sharing it with concurrent callers: a read joins the round that
-// has not started yet, so every read is covered by a round begun after it
-// noted the commit index. A round costs a round trip to a quorum; under
-// load one round serves many reads, and up to maxRounds rounds overlap so
-// that a read waits for little more than one round trip.
+// call, shared with concurrent callers (sharedRounds): every read is
+// covered by a round begun after it noted the commit index. A round costs
+// a round trip to a quorum; under load one round serves many reads.
 func (n *Node) verifyLeader(ctx context.Context) error {
-	n.vmu.Lock()
-	if n.vnext == nil {
-		n.vnext = &verifyRound{done: make(chan struct{})}
-	}
-	r := n.vnext
-	if !n.vrunning {
-		n.vrunning = true
-		go n.verifyRounds()
-	}
-	n.vmu.Unlock()
-	select {
-	case <-r.done:
-		return r.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// maxRounds bounds the confirmation rounds in flight at once (each holds
-// a heartbeat to every peer).
-const maxRounds = 8
-
-// roundLimit is how many rounds may be in flight when one takes d. On a
-// fast network one at a time is best: a round takes little longer than
-// the reads it serves, and fewer rounds mean fewer heartbeats to process
-// per read. Across regions a read would wait for the round in flight and
-// then its own, nearly two round trips; overlapping rounds (one more per
-// millisecond a round takes) bring that to little more than one.
-func roundLimit(d time.Duration) int {
-	return min(max(int(d/time.Millisecond), 1), maxRounds)
-}
-
-// verifyRounds starts a round for the reads waiting, until no read waits.
-// Rounds overlap up to roundLimit, started at least a round's duration
-// divided by that limit apart: a read then waits for at most that before
-// its round starts, and a round gathers every read that came meanwhile.
-func (n *Node) verifyRounds() {
-	for {
-		limit := n.acquireRound()
-		gap := time.Duration(n.roundTime.Load()) / time.Duration(limit)
-		if wait := time.Until(n.lastRound.Add(gap)); wait > 0 {
-			time.Sleep(wait)
-		}
-		n.vmu.Lock()
-		r := n.vnext
-		n.vnext = nil
-		if r == nil {
-			n.vrunning = false
-			n.vmu.Unlock()
-			n.releaseRound()
-			return
-		}
-		n.vmu.Unlock()
-		n.lastRound = time.Now()
-		go func(start time.Time) {
-			r.err = n.confirmLeadership(context.Background())
-			close(r.done)
-			if r.err == nil {
-				// A moving average of how long a round takes.
-				d := int64(time.Since(start))
-				n.roundTime.Store((3*n.roundTime.Load() + d) / 4)
-			}
-			n.releaseRound()
-		}(n.lastRound)
-	}
-}
-
-// acquireRound waits until another round may start, counts it, and
-// returns the limit it was admitted under.
-func (n *Node) acquireRound() int {
-	for {
-		n.roundMu.Lock()
-		limit := roundLimit(time.Duration(n.roundTime.Load()))
-		if n.rounds < limit {
-			n.rounds++
-			n.roundMu.Unlock()
-			return limit
-		}
-		done := n.roundDone
-		n.roundMu.Unlock()
-		<-done
-	}
-}
-
-func (n *Node) releaseRound() {
-	n.roundMu.Lock()
-	n.rounds--
-	close(n.roundDone)
-	n.roundDone = make(chan struct{})
-	n.roundMu.Unlock()
+	return n.verify.join(ctx)
 }

@@ -1,0 +1,172 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// What a node knows about the freshness of its own state.
+//
+// A confirmation is a pair (q, K): at q, on this node's clock, the node
+// asked for a read index; the leader answered K after noting its commit
+// index and confirming its leadership with fresh acknowledgements
+// (readacks.go); and this node's state machine has applied every entry up
+// to K. Every write acknowledged (to anyone, through any node) before q is
+// at or below K, by the argument of the read barrier: the leader noted K
+// after q, so writes of its own term acknowledged before q are at or below
+// K, the barrier it ran once in its term covers earlier terms, and a newer
+// term's writes are excluded by the quorum that accepted its term in
+// replies to heartbeats sent after it noted K. So the state includes every
+// write acknowledged before q, and since a state only moves forward, it
+// still does later. A leader confirms itself in the same way
+// (ReadBarrier), its own commit index standing for K.
+//
+// The newest confirmation's q is all a bounded read needs: an answer
+// served at t when t - q <= bound includes every write acknowledged before
+// t - bound. q is the time the question was sent, not the time the answer
+// came back, so the trip's length counts against the bound; and the clock
+// is CLOCK_BOOTTIME, which keeps counting while the process is stopped or
+// the machine suspended, so a pause only makes a confirmation older.
+// Raft's heartbeats cannot serve: hashicorp/raft's heartbeats carry no
+// commit index, a follower's log may lag far behind the heartbeats it
+// gets, and a deposed leader that does not know it yet still sends them.
+
+// stateIndex is the highest index such that the state machine's state
+// includes every entry up to it. The state machine records the last
+// command it finished; entries that never reach it (no-ops, barriers,
+// configuration changes) change nothing, so those that follow it, up to
+// what raft handed over, count too. Raft's own applied index is not
+// enough: it counts entries sent to the state machine, which may still be
+// working on earlier ones.
+func (n *Node) stateIndex() uint64 {
+	done := n.meta.applied.Load()
+	handed := n.Raft.AppliedIndex()
+	var l raft.Log
+	for done < handed {
+		if err := n.logs.GetLog(done+1, &l); err != nil || l.Type == raft.LogCommand {
+			break
+		}
+		done++
+	}
+	return done
+}
+
+// waitState returns once the state includes every entry up to index.
+// Commands wake it as they apply; entries that never reach the state
+// machine are noticed by a slow tick.
+func (n *Node) waitState(ctx context.Context, index uint64) error {
+	var tick *time.Ticker
+	for {
+		n.appliedMu.Lock()
+		wake := n.applied
+		n.appliedMu.Unlock()
+		if n.stateIndex() >= index {
+			return nil
+		}
+		if tick == nil {
+			tick = time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+		}
+		select {
+		case <-wake:
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// readIndex is the leader's side of a read index: its commit index, noted
+// after the barrier of its term and confirmed by a round of fresh
+// acknowledgements begun after it was noted. ErrNotLeader when this node
+// does not lead or cannot confirm that it does.
+func (n *Node) readIndex(ctx context.Context) (uint64, error) {
+	if n.Raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	if err := n.termBarrier(); err != nil {
+		return 0, err
+	}
+	commit := n.Raft.CommitIndex()
+	if err := n.verifyLeader(ctx); err != nil {
+		return 0, err
+	}
+	return commit, nil
+}
+
+// noteConfirmed records a confirmation asked for at q (sinceBoot) whose
+// index the state now includes.
+func (n *Node) noteConfirmed(q time.Duration) {
+	for {
+		cur := n.confirmed.Load()
+		if int64(q) <= cur || n.confirmed.CompareAndSwap(cur, int64(q)) {
+			return
+		}
+	}
+}
+
+// sinceConfirmed is the age of the newest confirmation; false when the
+// node has had none since it started.
+func (n *Node) sinceConfirmed() (time.Duration, bool) {
+	q := n.confirmed.Load()
+	if q == 0 {
+		return 0, false
+	}
+	return sinceBoot() - time.Duration(q), true
+}
+
+// stateNote collects the state index of every read a request makes, so
+// that its answer can say which state it came from (the oldest, when a
+// handler reads more than once).
+type stateNote struct {
+	mu    sync.Mutex
+	index uint64
+	read  bool
+}
+
+type stateNoteKey struct{}
+
+func withStateNote(ctx context.Context) (context.Context, *stateNote) {
+	note := &stateNote{}
+	return context.WithValue(ctx, stateNoteKey{}, note), note
+}
+
+// noting wraps fn so that it records the state it is given in ctx's note.
+func noting(ctx context.Context, fn func(s *state.Store)) func(s *state.Store) {
+	note, _ := ctx.Value(stateNoteKey{}).(*stateNote)
+	if note == nil {
+		return fn
+	}
+	return func(s *state.Store) {
+		note.mu.Lock()
+		if !note.read || s.LastIndex < note.index {
+			note.index, note.read = s.LastIndex, true
+		}
+		note.mu.Unlock()
+		fn(s)
+	}
+}
+
+// indexedSnapshots tells the state machine the index of every snapshot it
+// restores: raft opens a snapshot here before handing it to Restore, at
+// start and when installing one, and does not pass the index on.
+type indexedSnapshots struct{ raft.SnapshotStore }
+
+type indexedSnapshot struct {
+	io.ReadCloser
+	index uint64
+}
+
+func (s indexedSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := s.SnapshotStore.Open(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return meta, &indexedSnapshot{ReadCloser: rc, index: meta.Index}, nil
+}

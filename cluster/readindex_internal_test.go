@@ -1,0 +1,110 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// Concurrent callers share rounds, and every caller is answered by a round
+// that started after it called: what a round establishes (a read index,
+// a confirmed leadership) then holds for every read in it.
+func TestSharedRoundsStartAfterTheCall(t *testing.T) {
+	var mu sync.Mutex
+	var starts []time.Time
+	var runs atomic.Int64
+	s := newSharedRounds(func() error {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		runs.Add(1)
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	})
+	const callers = 200
+	var wg sync.WaitGroup
+	late := make(chan string, callers)
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			called := time.Now()
+			if err := s.join(context.Background()); err != nil {
+				late <- err.Error()
+				return
+			}
+			// Some round began after the call and ended before the answer.
+			mu.Lock()
+			defer mu.Unlock()
+			for _, st := range starts {
+				if st.After(called) {
+					return
+				}
+			}
+			late <- "answered without a round begun after the call"
+		}()
+	}
+	wg.Wait()
+	close(late)
+	for msg := range late {
+		t.Fatal(msg)
+	}
+	if n := runs.Load(); n > callers/4 {
+		t.Fatalf("%d callers needed %d rounds: rounds are not shared", callers, n)
+	}
+}
+
+// A node restarted from a snapshot knows that its state includes the
+// snapshot's index before any new entry applies (raft does not tell the
+// state machine; indexedSnapshots does), so reads waiting for an index
+// the snapshot covers do not wait for the next write.
+func TestStateIndexAfterRestoreFromSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	n := openDisk(t, dir)
+	for _, name := range []string{"CUSTOM_A", "CUSTOM_B"} {
+		if _, err := n.Apply(ctx, &state.CreateResourceClass{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A barrier after the last command: the snapshot's index is an entry
+	// the state machine never sees.
+	if err := n.Raft.Barrier(time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	snapIndex := n.Status(false).LastSnapshotIndex
+	if last := n.meta.applied.Load(); last >= snapIndex {
+		t.Fatalf("the last command (%d) is not below the snapshot's index (%d): the test proves nothing", last, snapIndex)
+	}
+	if got := n.stateIndex(); got < snapIndex {
+		t.Fatalf("state index %d below the snapshot's %d before the restart", got, snapIndex)
+	}
+	n.Shutdown()
+
+	n, err := Open(Config{NodeID: "n1", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true}, fsm.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown()
+	if got := n.meta.applied.Load(); got != snapIndex {
+		t.Fatalf("after restoring the snapshot of index %d the state machine says %d", snapIndex, got)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := n.ReadBarrier(wctx); err != nil {
+		t.Fatal(err)
+	}
+	// The barrier of the new term is the last entry and never reaches the
+	// state machine: the state index still covers it.
+	if got, commit := n.stateIndex(), n.Raft.CommitIndex(); got < commit {
+		t.Fatalf("state index %d below the commit index %d after the read barrier", got, commit)
+	}
+}

@@ -1,0 +1,389 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/placementd/placementd/fsm/state"
+)
+
+// Read levels, weakest last (docs/cluster.md "Read levels"):
+//
+//	linearizable  the default. The leader answers after its read barrier;
+//	              a follower asks the leader for a read index, waits until
+//	              its own state includes it and answers from its state
+//	              (the answer's bytes stay on the follower); when that
+//	              fails it forwards the whole request, as before.
+//	bounded       X-Placementd-Max-Staleness: DURATION. Any node answers
+//	              from its own state when its newest confirmation
+//	              (readindex.go) is at most DURATION old; otherwise the
+//	              read is served as a linearizable one, or refused with
+//	              503 when X-Placementd-Max-Staleness-Strict: true.
+//	stale         X-Placementd-Stale-Read: true. The node's state as it
+//	              is, however old.
+//
+// Every answer a node produces says what it is: the node, the index of the
+// state it came from, whether a leader is known, and for reads the level
+// met and how old the state may be.
+const (
+	MaxStalenessHeader       = "X-Placementd-Max-Staleness"
+	MaxStalenessStrictHeader = "X-Placementd-Max-Staleness-Strict"
+	// ReadLevelHeader: linearizable, bounded or stale (reads only).
+	ReadLevelHeader = "X-Placementd-Read-Level"
+	// AppliedIndexHeader: the Raft index of the last write in the state
+	// the answer was read from (the state_index of /_cluster/self).
+	AppliedIndexHeader = "X-Placementd-Applied-Index"
+	// LastContactHeader (reads only): milliseconds since the serving
+	// node's newest confirmation with the leader, the most the answer may
+	// lag behind acknowledged writes; 0 for a linearizable answer. Absent
+	// when the node has had no confirmation since it started.
+	LastContactHeader = "X-Placementd-Last-Contact"
+	// KnownLeaderHeader: whether the serving node knows a leader.
+	KnownLeaderHeader = "X-Placementd-Known-Leader"
+)
+
+const (
+	levelLinearizable = "linearizable"
+	levelBounded      = "bounded"
+	levelStale        = "stale"
+)
+
+// readLevel is what a read asked for.
+type readLevel struct {
+	name   string
+	bound  time.Duration // bounded: the largest age accepted
+	strict bool          // bounded: refuse rather than go to the leader
+}
+
+// readLevelOf parses a read's level headers; the stale header wins.
+func readLevelOf(r *http.Request) (readLevel, error) {
+	if strings.EqualFold(r.Header.Get(StaleReadHeader), "true") {
+		return readLevel{name: levelStale}, nil
+	}
+	v := r.Header.Get(MaxStalenessHeader)
+	if v == "" {
+		return readLevel{name: levelLinearizable}, nil
+	}
+	bound, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || bound <= 0 {
+		return readLevel{}, fmt.Errorf("%s must be a positive duration such as 500ms or 5s, not %q", MaxStalenessHeader, v)
+	}
+	strict := false
+	if s := r.Header.Get(MaxStalenessStrictHeader); s != "" {
+		if strict, err = strconv.ParseBool(s); err != nil {
+			return readLevel{}, fmt.Errorf("%s must be true or false, not %q", MaxStalenessStrictHeader, s)
+		}
+	}
+	return readLevel{name: levelBounded, bound: bound, strict: strict}, nil
+}
+
+// read serves a GET or HEAD at the level it asks for.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request) {
+	lv, err := readLevelOf(r)
+	if err != nil {
+		writeErrorBody(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if brokenLocalReads {
+		lv.name = levelStale
+	}
+	switch lv.name {
+	case levelStale:
+		h.serveLocal(w, r, h.api, levelStale, true)
+		return
+	case levelBounded:
+		h.confirmWithin(lv.bound)
+		if age, ok := h.node.sinceConfirmed(); ok && age <= lv.bound {
+			h.serveLocal(w, r, h.api, levelBounded, true)
+			return
+		}
+		if lv.strict {
+			h.refuseStale(w, r, lv.bound)
+			return
+		}
+	}
+	// Linearizable. A follower answers from its own state once that
+	// includes a read index asked for after the request came; a request
+	// already forwarded once is not tried again here.
+	if id, addr := h.node.Leader(); id != "" && addr != "" && id != h.node.ID() && r.Header.Get(hopsHeader) == "" {
+		if h.followerReads.join(r.Context()) == nil {
+			h.serveLocal(w, r, h.api, levelLinearizable, true)
+			return
+		}
+	}
+	h.toLeader(w, r, h.api)
+}
+
+// serveLocal answers with this node's handler, the answer describing
+// itself (describe). fresh says that the state already meets the level,
+// so reads skip the read barrier.
+func (h *Handler) serveLocal(w http.ResponseWriter, r *http.Request, local http.Handler, level string, fresh bool) {
+	ctx, note := withStateNote(r.Context())
+	if fresh {
+		ctx = WithStaleRead(ctx)
+	}
+	iw := &infoWriter{ResponseWriter: w}
+	iw.before = func(status int) { h.describe(w.Header(), r, status, level, note) }
+	local.ServeHTTP(iw, r.WithContext(ctx))
+	if !iw.wrote {
+		iw.WriteHeader(http.StatusOK)
+	}
+}
+
+// describe sets the headers that say what an answer is.
+func (h *Handler) describe(hd http.Header, r *http.Request, status int, level string, note *stateNote) {
+	hd.Set(ServedByHeader, h.node.ID())
+	leader, _ := h.node.Leader()
+	hd.Set(KnownLeaderHeader, strconv.FormatBool(leader != ""))
+	isRead := r.Method == http.MethodGet || r.Method == http.MethodHead
+	note.mu.Lock()
+	index, read := note.index, note.read
+	note.mu.Unlock()
+	if !read || !isRead {
+		// Nothing read, or a write: the state as the answer goes out.
+		h.node.FSM.Read(func(s *state.Store) { index = s.LastIndex })
+	}
+	hd.Set(AppliedIndexHeader, strconv.FormatUint(index, 10))
+	if !isRead {
+		return
+	}
+	if level == levelLinearizable && status < 500 {
+		hd.Set(ReadLevelHeader, level)
+		hd.Set(LastContactHeader, "0")
+		return
+	}
+	if status < 500 {
+		hd.Set(ReadLevelHeader, level)
+	}
+	if age, ok := h.node.sinceConfirmed(); ok {
+		hd.Set(LastContactHeader, strconv.FormatInt(age.Milliseconds(), 10))
+	}
+}
+
+// infoWriter runs before just before the status line goes out.
+type infoWriter struct {
+	http.ResponseWriter
+	before func(status int)
+	wrote  bool
+}
+
+func (w *infoWriter) WriteHeader(code int) {
+	if !w.wrote && code >= 200 {
+		w.wrote = true
+		w.before(code)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *infoWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *infoWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// refuseStale answers a strict bounded read that this node cannot serve.
+func (h *Handler) refuseStale(w http.ResponseWriter, r *http.Request, bound time.Duration) {
+	last := "has not been confirmed since the node started"
+	if age, ok := h.node.sinceConfirmed(); ok {
+		last = fmt.Sprintf("was last confirmed %d ms ago", age.Milliseconds())
+	}
+	_, note := withStateNote(r.Context())
+	h.describe(w.Header(), r, http.StatusServiceUnavailable, levelBounded, note)
+	writeUnavailable(w, fmt.Sprintf("This node's state %s with the leader, longer ago than the %s allowed by %s (strict). Retry, ask another node, or drop %s to let the read go to the leader.",
+		last, bound, MaxStalenessHeader, MaxStalenessStrictHeader), true)
+}
+
+// Keeping confirmations fresh. A node confirms its state every
+// confirmEvery, and more often while bounded reads ask for it: at half the
+// smallest bound asked for in the last paceHold, so that a node in touch
+// with the leader answers those reads from its own state. A confirmation
+// costs a follower one small request to the leader and the leader one
+// round of heartbeats, shared with its reads.
+const (
+	confirmEvery = time.Second
+	minPace      = 10 * time.Millisecond
+	paceHold     = 10 * time.Second
+)
+
+// pace is how often to confirm, and until when a faster pace holds.
+type pace struct {
+	mu    sync.Mutex
+	every time.Duration
+	until time.Time
+	poke  chan struct{} // wakes the loop when a read finds it too slow
+}
+
+// confirmWithin notes that a read accepts state up to bound old.
+func (h *Handler) confirmWithin(bound time.Duration) {
+	every := max(bound/2, minPace)
+	p := &h.pace
+	p.mu.Lock()
+	if time.Now().After(p.until) || every < p.every {
+		p.every = every
+	}
+	p.until = time.Now().Add(paceHold)
+	p.mu.Unlock()
+	if age, ok := h.node.sinceConfirmed(); !ok || age > every {
+		select {
+		case p.poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *Handler) confirmPace() time.Duration {
+	p := &h.pace
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Now().After(p.until) {
+		return confirmEvery
+	}
+	return min(p.every, confirmEvery)
+}
+
+// keepConfirmed confirms this node's state at the pace asked for, until
+// the node stops.
+func (h *Handler) keepConfirmed(ctx context.Context) {
+	defer h.node.done.Done()
+	for ctx.Err() == nil {
+		every := h.confirmPace()
+		if age, ok := h.node.sinceConfirmed(); ok && age < every {
+			select {
+			case <-ctx.Done():
+			case <-time.After(every - age):
+			case <-h.pace.poke:
+			}
+			continue
+		}
+		if err := h.confirm(ctx); err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(max(every, 100*time.Millisecond)):
+			}
+		}
+	}
+}
+
+// confirm confirms this node's state once: a read barrier on the leader, a
+// read index elsewhere.
+func (h *Handler) confirm(ctx context.Context) error {
+	if h.node.IsLeader() {
+		ctx, cancel := context.WithTimeout(ctx, h.node.cfg.ApplyTimeout)
+		defer cancel()
+		return h.node.ReadBarrier(ctx)
+	}
+	return h.followerReads.join(ctx)
+}
+
+var errNoReadIndex = errors.New("no leader to ask for a read index")
+
+// readIndexRound is one round of a follower's read index: ask the leader
+// for its read index, wait until this node's state includes it, and note
+// the confirmation. Reads that joined the round then answer from the
+// state. It gives up when the leader does not answer within a heartbeat
+// timeout, or when this node's state does not reach the index within half
+// of one (the leader sends what it committed within its commit timeout,
+// far less; a node cut off from the leader's appends, or far behind, does
+// better to forward its reads at once).
+func (h *Handler) readIndexRound() error {
+	id, addr := h.node.Leader()
+	if id == "" || addr == "" || id == h.node.ID() || h.noReadIndex.has(addr) {
+		return errNoReadIndex
+	}
+	heartbeat := h.node.Raft.ReloadableConfig().HeartbeatTimeout
+	asked := sinceBoot()
+	ctx, cancel := context.WithTimeout(context.Background(), heartbeat)
+	index, err := h.fetchReadIndex(ctx, addr)
+	cancel()
+	if err != nil {
+		return err
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), heartbeat/2)
+	defer cancel()
+	if err := h.node.waitState(ctx, index); err != nil {
+		return err
+	}
+	h.node.noteConfirmed(asked)
+	return nil
+}
+
+// readIndexPath is the leader's read index endpoint. It needs no secret
+// (as /_cluster/health): it tells a commit index, as /readyz does.
+const readIndexPath = "/_cluster/read-index"
+
+type readIndexAnswer struct {
+	Index uint64 `json:"index"`
+}
+
+// fetchReadIndex asks the API at addr for its read index. A leader that
+// does not know the endpoint (an older version, during a rolling upgrade)
+// is remembered, and reads go to it whole.
+func (h *Handler) fetchReadIndex(ctx context.Context, addr string) (uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.node.peerURL(addr, readIndexPath), nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden:
+		h.noReadIndex.note(addr)
+		fallthrough
+	default:
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return 0, fmt.Errorf("read index from %s: %s", addr, resp.Status)
+	}
+	var ans readIndexAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ans); err != nil {
+		return 0, fmt.Errorf("read index from %s: %w", addr, err)
+	}
+	return ans.Index, nil
+}
+
+// serveReadIndex answers GET /_cluster/read-index on the leader.
+func (h *Handler) serveReadIndex(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.node.cfg.ApplyTimeout)
+	defer cancel()
+	index, err := h.node.readIndex(ctx)
+	if err != nil {
+		writeUnavailable(w, "Cannot give a read index: "+err.Error(), true)
+		return
+	}
+	writeJSONBody(w, http.StatusOK, readIndexAnswer{Index: index})
+}
+
+// noReadIndex remembers, for a minute, the API address of a leader that
+// has no read index endpoint.
+type noReadIndex struct {
+	mu    sync.Mutex
+	addr  string
+	until time.Time
+}
+
+func (n *noReadIndex) note(addr string) {
+	n.mu.Lock()
+	n.addr, n.until = addr, time.Now().Add(time.Minute)
+	n.mu.Unlock()
+}
+
+func (n *noReadIndex) has(addr string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.addr == addr && time.Now().Before(n.until)
+}

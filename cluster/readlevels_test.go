@@ -1,0 +1,274 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm/state"
+)
+
+func headerIndex(t *testing.T, r response) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(r.header.Get(cluster.AppliedIndexHeader), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %q", cluster.AppliedIndexHeader, r.header.Get(cluster.AppliedIndexHeader))
+	}
+	return v
+}
+
+// Every answer says which node served it, from which state, whether a
+// leader is known, and for reads which level it met and how old it may be.
+func TestReadLevelsAndTheirHeaders(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	leader := c.leader()
+	f := c.followers()
+
+	w := do(t, f[0], "PUT", "/resource_classes/CUSTOM_SEEN", nil)
+	if w.status != 201 || w.header.Get(cluster.ServedByHeader) != leader.id || w.header.Get(cluster.KnownLeaderHeader) != "true" {
+		t.Fatalf("write via a follower: %d %v", w.status, w.header)
+	}
+	written := headerIndex(t, w)
+	if written == 0 || w.header.Get(cluster.ReadLevelHeader) != "" {
+		t.Fatalf("a write's answer: applied index %d, read level %q", written, w.header.Get(cluster.ReadLevelHeader))
+	}
+
+	check := func(what string, r response, servedBy, level string) {
+		t.Helper()
+		if r.status != 200 || r.header.Get(cluster.ServedByHeader) != servedBy || r.header.Get(cluster.ReadLevelHeader) != level ||
+			r.header.Get(cluster.KnownLeaderHeader) != "true" {
+			t.Fatalf("%s: %d served by %q at level %q (want %s, %s): %v", what, r.status,
+				r.header.Get(cluster.ServedByHeader), r.header.Get(cluster.ReadLevelHeader), servedBy, level, r.header)
+		}
+		if got := headerIndex(t, r); got < written {
+			t.Fatalf("%s: applied index %d, below the write acknowledged before it (%d)", what, got, written)
+		}
+		if level == "linearizable" && r.header.Get(cluster.LastContactHeader) != "0" {
+			t.Fatalf("%s: a linearizable answer's last contact is %q", what, r.header.Get(cluster.LastContactHeader))
+		}
+	}
+	path := "/resource_classes/CUSTOM_SEEN"
+	check("read on the leader", do(t, leader, "GET", path, nil), leader.id, "linearizable")
+	// The follower's linearizable read is answered from its own state
+	// (its read index covers the write) ...
+	check("read on the other follower", do(t, f[1], "GET", path, nil), f[1].id, "linearizable")
+	// ... which counts as a confirmation: a bounded read right after is
+	// answered locally, and says how old its state may be.
+	r := do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1m")
+	check("bounded read", r, f[1].id, "bounded")
+	if ms, err := strconv.Atoi(r.header.Get(cluster.LastContactHeader)); err != nil || ms < 0 || ms > 60000 {
+		t.Fatalf("bounded read: last contact %q", r.header.Get(cluster.LastContactHeader))
+	}
+	check("stale read", do(t, f[1], "GET", path, nil, cluster.StaleReadHeader, "true"), f[1].id, "stale")
+	// A bound no confirmation can meet: the read is served linearizably,
+	// or refused when the client asked for strict freshness.
+	check("bounded read past its bound", do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1ns"), f[1].id, "linearizable")
+	r = do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1ns", cluster.MaxStalenessStrictHeader, "true")
+	if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get(cluster.ServedByHeader) != f[1].id {
+		t.Fatalf("strict bounded read past its bound: %d %v %s", r.status, r.header, r.body)
+	}
+	if msg := errorDetail(t, r); msg == "" {
+		t.Fatal("the refusal says nothing")
+	}
+	for _, bad := range [][]string{
+		{cluster.MaxStalenessHeader, "soon"},
+		{cluster.MaxStalenessHeader, "-1s"},
+		{cluster.MaxStalenessHeader, "0s"},
+		{cluster.MaxStalenessHeader, "1s", cluster.MaxStalenessStrictHeader, "maybe"},
+	} {
+		if r := do(t, f[0], "GET", path, nil, bad...); r.status != 400 || errorDetail(t, r) == "" {
+			t.Fatalf("%v: %d %s", bad, r.status, r.body)
+		}
+	}
+}
+
+func errorDetail(t *testing.T, r response) string {
+	t.Helper()
+	errs, _ := r.json(t)["errors"].([]any)
+	if len(errs) != 1 {
+		return ""
+	}
+	d, _ := errs[0].(map[string]any)["detail"].(string)
+	return d
+}
+
+// indexHistory samples the state index of the leader's state machine,
+// with the time each sample was taken after: "by then, the leader had
+// applied (so committed) at least this".
+type indexHistory struct {
+	mu      sync.Mutex
+	at      []time.Time
+	indexes []uint64
+}
+
+func (h *indexHistory) record(n *cluster.Node, stop <-chan struct{}) {
+	for {
+		var idx uint64
+		n.FSM.Read(func(s *state.Store) { idx = s.LastIndex })
+		now := time.Now()
+		h.mu.Lock()
+		h.at, h.indexes = append(h.at, now), append(h.indexes, idx)
+		h.mu.Unlock()
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// atLeast is the highest index the leader had applied by t (0 if no
+// sample is that old).
+func (h *indexHistory) atLeast(t time.Time) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var best uint64
+	for i, at := range h.at {
+		if at.After(t) {
+			break
+		}
+		best = max(best, h.indexes[i])
+	}
+	return best
+}
+
+// A bounded-staleness answer never comes from a state older than its
+// bound: its applied index is at least what the leader had applied a
+// bound before the request was sent. A node cut off from the leader
+// answers such reads only until its last confirmation is older than the
+// bound, then refuses them (strict). The same check flags a stale read
+// from the cut-off node, which shows it can fail.
+func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	leader := c.leader()
+	f := c.followers()
+	c.converged()
+
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	defer func() { close(stop); bg.Wait() }()
+	hist := &indexHistory{}
+	bg.Add(2)
+	go func() { defer bg.Done(); hist.record(leader.node, stop) }()
+	go func() {
+		defer bg.Done()
+		// Writes through the leader all along, bounded in count.
+		for i := 0; i < 5000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			leader.node.Apply(ctx, &state.CreateTrait{Name: fmt.Sprintf("CUSTOM_T%d", i)})
+			cancel()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+
+	const bound = 300 * time.Millisecond
+	boundHeader := []string{cluster.MaxStalenessHeader, bound.String()}
+	strict := append(boundHeader, cluster.MaxStalenessStrictHeader, "true")
+	// checkBound reports whether an answer to a read sent at sent comes
+	// from a state at least as new as the leader's a bound earlier.
+	checkBound := func(sent time.Time, r response) bool {
+		t.Helper()
+		return headerIndex(t, r) >= hist.atLeast(sent.Add(-bound))
+	}
+
+	local := 0
+	for i := 0; i < 200; i++ {
+		n := f[i%2]
+		sent := time.Now()
+		r := do(t, n, "GET", "/traits", nil, boundHeader...)
+		if r.status != 200 {
+			t.Fatalf("bounded read: %d %s", r.status, r.body)
+		}
+		if !checkBound(sent, r) {
+			t.Fatalf("bounded read on %s (level %s) sent at %s: applied index %d, but the leader had applied %d by %s before",
+				n.id, r.header.Get(cluster.ReadLevelHeader), sent.Format(time.StampMicro), headerIndex(t, r), hist.atLeast(sent.Add(-bound)), bound)
+		}
+		if r.header.Get(cluster.ReadLevelHeader) == "bounded" && r.header.Get(cluster.ServedByHeader) == n.id {
+			local++
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if local < 100 {
+		t.Fatalf("only %d of 200 bounded reads were answered by the follower itself", local)
+	}
+
+	// Cut f[0] off from every Raft link. Its API still reaches the
+	// leader's, so it may still get read indexes: it cannot reach them.
+	cut := f[0]
+	c.mu.Lock()
+	for _, o := range c.nodes {
+		if o != cut {
+			o.trans.Disconnect(raft.ServerAddress(cut.id))
+			cut.trans.Disconnect(raft.ServerAddress(o.id))
+		}
+	}
+	c.mu.Unlock()
+	cutAt := time.Now()
+	refused := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		sent := time.Now()
+		r := do(t, cut, "GET", "/traits", nil, strict...)
+		if r.status == 503 {
+			refused = true
+			break
+		}
+		if r.status != 200 || r.header.Get(cluster.ServedByHeader) != cut.id {
+			t.Fatalf("strict bounded read on the cut-off node: %d served by %q", r.status, r.header.Get(cluster.ServedByHeader))
+		}
+		if sent.After(cutAt.Add(bound)) {
+			t.Fatalf("the cut-off node answered a read sent %s after the cut, past the bound of %s", sent.Sub(cutAt), bound)
+		}
+		if !checkBound(sent, r) {
+			t.Fatalf("the cut-off node answered from a state older than the bound")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !refused {
+		t.Fatal("the cut-off node never refused a strict bounded read")
+	}
+	// It keeps refusing while it is cut off.
+	time.Sleep(bound)
+	if r := do(t, cut, "GET", "/traits", nil, strict...); r.status != 503 {
+		t.Fatalf("strict bounded read on the cut-off node past its bound: %d", r.status)
+	}
+	// Its stale answer fails the same check: the check has teeth.
+	sent := time.Now()
+	if r := do(t, cut, "GET", "/traits", nil, cluster.StaleReadHeader, "true"); r.status != 200 || checkBound(sent, r) {
+		t.Fatalf("a stale read on a node cut off for %s passed the bound check (%d)", time.Since(cutAt), r.status)
+	}
+
+	c.mu.Lock()
+	for _, o := range c.nodes {
+		if o != cut {
+			o.trans.Connect(raft.ServerAddress(cut.id), cut.trans)
+			cut.trans.Connect(raft.ServerAddress(o.id), o.trans)
+		}
+	}
+	c.mu.Unlock()
+	// Healed, it answers bounded reads from its own state again.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		sent := time.Now()
+		r := do(t, cut, "GET", "/traits", nil, strict...)
+		if r.status == 200 {
+			if !checkBound(sent, r) {
+				t.Fatal("after healing, a bounded answer from a state older than the bound")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the healed node still refuses bounded reads: %d %s", r.status, r.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -403,7 +403,7 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 	if err := n.awaitLeadership(ctx); err != nil {
 		return err
 	}
-	commit, err := n.readIndex(ctx)
+	commit, err := n.readIndex(ctx, "", 0)
 	if err != nil {
 		return err
 	}

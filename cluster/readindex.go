@@ -83,21 +83,61 @@ func (n *Node) waitState(ctx context.Context, index uint64) error {
 }
 
 // readIndex is the leader's side of a read index: its commit index, noted
-// after the barrier of its term and confirmed by a round of fresh
-// acknowledgements begun after it was noted. ErrNotLeader when this node
-// does not lead or cannot confirm that it does.
-func (n *Node) readIndex(ctx context.Context) (uint64, error) {
+// after the barrier of its term, once a quorum of voters is known to have
+// been in no newer term after the read began. Normally that is a round of
+// fresh acknowledgements begun after the index was noted (verifyLeader,
+// shared with the leader's own reads). A follower asking for reads that
+// began before it asked is itself such a voter when it says it was in
+// this term as it asked (askerTerm): with this node it makes a quorum of
+// a 3-voter cluster, and the read index then costs no round of its own
+// (see docs/design.md). ErrNotLeader when this node does not lead or
+// cannot confirm that it does.
+func (n *Node) readIndex(ctx context.Context, asker raft.ServerID, askerTerm uint64) (uint64, error) {
 	if n.Raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
 	if err := n.termBarrier(); err != nil {
 		return 0, err
 	}
+	term := n.Raft.CurrentTerm()
 	commit := n.Raft.CommitIndex()
+	if askerTerm == term && n.quorumWith(asker) {
+		// This node's own acknowledgement: leading in the same term after
+		// the index was noted.
+		if n.Raft.State() != raft.Leader || n.Raft.CurrentTerm() != term {
+			return 0, ErrNotLeader
+		}
+		return commit, nil
+	}
 	if err := n.verifyLeader(ctx); err != nil {
 		return 0, err
 	}
 	return commit, nil
+}
+
+// quorumWith reports whether this node and voter id are a majority of the
+// voters.
+func (n *Node) quorumWith(id raft.ServerID) bool {
+	fut := n.Raft.GetConfiguration()
+	return fut.Error() == nil && pairIsQuorum(fut.Configuration(), raft.ServerID(n.cfg.NodeID), id)
+}
+
+// pairIsQuorum reports whether a and b are two voters of conf that make a
+// majority of its voters.
+func pairIsQuorum(conf raft.Configuration, a, b raft.ServerID) bool {
+	if a == b {
+		return false
+	}
+	voters, found := 0, 0
+	for _, s := range conf.Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+			if s.ID == a || s.ID == b {
+				found++
+			}
+		}
+	}
+	return found == 2 && 2 > voters/2
 }
 
 // noteConfirmed records a confirmation asked for at q (sinceBoot) whose

@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
@@ -106,5 +109,40 @@ func TestStateIndexAfterRestoreFromSnapshot(t *testing.T) {
 	// state machine: the state index still covers it.
 	if got, commit := n.stateIndex(), n.Raft.CommitIndex(); got < commit {
 		t.Fatalf("state index %d below the commit index %d after the read barrier", got, commit)
+	}
+}
+
+// A follower that asks for a read index completes the leader's quorum by
+// itself only when it is a voter and the two are a majority.
+func TestPairIsQuorum(t *testing.T) {
+	conf := func(voters, nonVoters int) raft.Configuration {
+		var c raft.Configuration
+		for i := 1; i <= voters+nonVoters; i++ {
+			s := raft.Server{ID: raft.ServerID(fmt.Sprintf("n%d", i)), Suffrage: raft.Voter}
+			if i > voters {
+				s.Suffrage = raft.Nonvoter
+			}
+			c.Servers = append(c.Servers, s)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		conf raft.Configuration
+		a, b raft.ServerID
+		want bool
+	}{
+		{conf(2, 0), "n1", "n2", true},
+		{conf(3, 0), "n1", "n2", true},
+		{conf(3, 2), "n1", "n3", true},
+		{conf(3, 2), "n1", "n4", false}, // a non-voter
+		{conf(3, 0), "n1", "n9", false}, // not a member
+		{conf(3, 0), "n1", "n1", false}, // the leader itself
+		{conf(3, 0), "n1", "", false},
+		{conf(4, 0), "n1", "n2", false},
+		{conf(5, 0), "n1", "n2", false},
+	} {
+		if got := pairIsQuorum(tc.conf, tc.a, tc.b); got != tc.want {
+			t.Errorf("%d servers, %s and %s: %v, want %v", len(tc.conf.Servers), tc.a, tc.b, got, tc.want)
+		}
 	}
 }

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -113,7 +116,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) {
 	// Linearizable. A follower answers from its own state once that
 	// includes a read index asked for after the request came; a request
 	// already forwarded once is not tried again here.
-	if id, addr := h.node.Leader(); id != "" && addr != "" && id != h.node.ID() && r.Header.Get(hopsHeader) == "" {
+	if id, addr := h.node.Leader(); id != "" && addr != "" && id != h.node.ID() && r.Header.Get(hopsHeader) == "" && !h.opts.ForwardReads {
 		if h.followerReads.join(r.Context()) == nil {
 			h.serveLocal(w, r, h.api, levelLinearizable, true)
 			return
@@ -305,7 +308,7 @@ func (h *Handler) readIndexRound() error {
 	heartbeat := h.node.Raft.ReloadableConfig().HeartbeatTimeout
 	asked := sinceBoot()
 	ctx, cancel := context.WithTimeout(context.Background(), heartbeat)
-	index, err := h.fetchReadIndex(ctx, addr)
+	index, err := h.fetchReadIndex(ctx, addr, h.node.Raft.CurrentTerm())
 	cancel()
 	if err != nil {
 		return err
@@ -327,11 +330,13 @@ type readIndexAnswer struct {
 	Index uint64 `json:"index"`
 }
 
-// fetchReadIndex asks the API at addr for its read index. A leader that
-// does not know the endpoint (an older version, during a rolling upgrade)
-// is remembered, and reads go to it whole.
-func (h *Handler) fetchReadIndex(ctx context.Context, addr string) (uint64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.node.peerURL(addr, readIndexPath), nil)
+// fetchReadIndex asks the API at addr for its read index, saying that
+// this node was in term as it asked. A leader that does not know the
+// endpoint (an older version, during a rolling upgrade) is remembered,
+// and reads go to it whole.
+func (h *Handler) fetchReadIndex(ctx context.Context, addr string, term uint64) (uint64, error) {
+	q := url.Values{"id": {h.node.ID()}, "term": {strconv.FormatUint(term, 10)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.node.peerURL(addr, readIndexPath+"?"+q.Encode()), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -356,11 +361,14 @@ func (h *Handler) fetchReadIndex(ctx context.Context, addr string) (uint64, erro
 	return ans.Index, nil
 }
 
-// serveReadIndex answers GET /_cluster/read-index on the leader.
+// serveReadIndex answers GET /_cluster/read-index?id=NODE&term=TERM on the
+// leader: NODE asks, and was in TERM as it asked. A false claim only
+// changes the answer to the request that makes it.
 func (h *Handler) serveReadIndex(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.node.cfg.ApplyTimeout)
 	defer cancel()
-	index, err := h.node.readIndex(ctx)
+	term, _ := strconv.ParseUint(r.URL.Query().Get("term"), 10, 64)
+	index, err := h.node.readIndex(ctx, raft.ServerID(r.URL.Query().Get("id")), term)
 	if err != nil {
 		writeUnavailable(w, "Cannot give a read index: "+err.Error(), true)
 		return

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -296,4 +297,69 @@ func (nw *network) close() {
 	for _, p := range nw.proxies {
 		p.close()
 	}
+}
+
+// DelayProxy forwards every TCP connection it accepts to a target,
+// delaying what crosses it by a fixed time each way and counting the
+// bytes; benchmarks put one in front of a node's API to stand for a WAN
+// link between nodes (any protocol: it does not look at the traffic).
+type DelayProxy struct {
+	net    *network
+	ln     net.Listener
+	target string
+	bytes  atomic.Int64
+}
+
+// NewDelayProxy listens on addr (host:port, port 0 for any) and forwards
+// to target with oneWay of delay each way.
+func NewDelayProxy(addr, target string, oneWay time.Duration) (*DelayProxy, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	p := &DelayProxy{net: newNetwork(), ln: ln, target: target}
+	p.net.setDelay(oneWay, 0)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.handle(c)
+		}
+	}()
+	return p, nil
+}
+
+// Addr is the address the proxy listens on.
+func (p *DelayProxy) Addr() string { return p.ln.Addr().String() }
+
+// Bytes is how many bytes crossed the proxy, both ways.
+func (p *DelayProxy) Bytes() int64 { return p.bytes.Load() }
+
+// Close stops accepting connections (open ones end with their peers).
+func (p *DelayProxy) Close() error { return p.ln.Close() }
+
+func (p *DelayProxy) handle(client net.Conn) {
+	defer client.Close()
+	node, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+	if err != nil {
+		return
+	}
+	defer node.Close()
+	done := make(chan struct{}, 2)
+	go func() { p.net.copyDelayed(countingWriter{node, &p.bytes}, client); done <- struct{}{} }()
+	go func() { p.net.copyDelayed(countingWriter{client, &p.bytes}, node); done <- struct{}{} }()
+	<-done
+}
+
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(n))
+	return n, err
 }

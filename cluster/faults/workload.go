@@ -26,7 +26,10 @@ import (
 // The workload: groups of two providers and four consumers each. Clients
 // claim, move (POST /allocations, one or two consumers at once), empty
 // and delete the consumers' allocations with consumer generations, and
-// read consumers and provider usages, through every node. A consumer only
+// read consumers and provider usages, through every node: a linearizable
+// read on a follower is answered from the follower's own state after a
+// read index, and a quarter of the reads carry a staleness bound (checked
+// as reads invoked a bound before they were sent). A consumer only
 // ever holds allocations on its group's providers, so the history splits
 // by group for the checker.
 //
@@ -141,20 +144,23 @@ func newWorkload(h *history, nodes []*proctest.Node, groups []group, timeout tim
 
 // request sends one Placement request to node n as the admin.
 func (w *workload) request(ctx context.Context, n *proctest.Node, method, path string, body any) (int, []byte, error) {
-	return w.send(ctx, n, method, path, body, false)
+	code, raw, _, err := w.send(ctx, n, method, path, body)
+	return code, raw, err
 }
 
 // staleRead reads from node n's own state, without asking the leader.
 func (w *workload) staleRead(ctx context.Context, n *proctest.Node, path string) (int, []byte, error) {
-	return w.send(ctx, n, "GET", path, nil, true)
+	code, raw, _, err := w.send(ctx, n, "GET", path, nil, cluster.StaleReadHeader, "true")
+	return code, raw, err
 }
 
-func (w *workload) send(ctx context.Context, n *proctest.Node, method, path string, body any, stale bool) (int, []byte, error) {
+// send sends a request with the given extra headers (name, value, ...).
+func (w *workload) send(ctx context.Context, n *proctest.Node, method, path string, body any, headers ...string) (int, []byte, http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
@@ -162,26 +168,26 @@ func (w *workload) send(ctx context.Context, n *proctest.Node, method, path stri
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+n.HTTPAddr+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req.Header.Set("X-Auth-Token", "admin")
 	req.Header.Set("OpenStack-API-Version", microversion)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if stale {
-		req.Header.Set(cluster.StaleReadHeader, "true")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := w.http.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	return resp.StatusCode, raw, nil
+	return resp.StatusCode, raw, resp.Header, nil
 }
 
 // neverSent tells a request that cannot have reached the node (the
@@ -251,7 +257,11 @@ func (w *workload) client(ctx context.Context, seed int64) {
 			in = model.Input{Kind: model.ReadUsages, Provider: g.providers[rng.Intn(2)]}
 		}
 		in.Group = g.id
-		out, recorded := w.run(ctx, id, n, in)
+		var bound time.Duration
+		if (in.Kind == model.ReadConsumer || in.Kind == model.ReadUsages) && rng.Intn(4) == 0 {
+			bound = readBounds[rng.Intn(len(readBounds))]
+		}
+		out, recorded := w.runBounded(ctx, id, n, in, bound)
 		if ctx.Err() != nil && !recorded {
 			return
 		}
@@ -300,14 +310,31 @@ func (w *workload) move(rng *rand.Rand, g *group, c string) model.Input {
 	return in
 }
 
+// readBounds are the staleness bounds of the workload's bounded reads (a
+// quarter of its reads; the others are linearizable).
+var readBounds = []time.Duration{20 * time.Millisecond, 200 * time.Millisecond, time.Second}
+
 // run sends one operation and records it; recorded is false when the
 // operation carries no information (a read without an answer, or a
 // request that never left).
 func (w *workload) run(ctx context.Context, client int, n *proctest.Node, in model.Input) (model.Output, bool) {
+	return w.runBounded(ctx, client, n, in, 0)
+}
+
+// runBounded is run with, for a read, a staleness bound (0: linearizable).
+// A bounded read promises every write acknowledged a bound before it
+// reached the node, and a state that existed while it ran: it is
+// checked as a linearizable read invoked a bound earlier than it was.
+func (w *workload) runBounded(ctx context.Context, client int, n *proctest.Node, in model.Input, bound time.Duration) (model.Output, bool) {
 	method, path, body := requestOf(in)
+	var headers []string
+	if bound > 0 {
+		headers = []string{cluster.MaxStalenessHeader, bound.String()}
+	}
 	call := w.h.now()
-	code, raw, err := w.request(ctx, n, method, path, body)
+	code, raw, hdr, err := w.send(ctx, n, method, path, body, headers...)
 	ret := w.h.now()
+	call = max(call-int64(bound), 0)
 	if err != nil && neverSent(err) {
 		// The node is down: nothing was sent. Do not spin on it.
 		w.h.count("not sent")
@@ -333,6 +360,12 @@ func (w *workload) run(ctx context.Context, client int, n *proctest.Node, in mod
 			w.h.anomaly("%s %s via %s: unreadable answer %s", method, path, n.ID, raw)
 			return model.Output{}, false
 		}
+		// Which level answered, and whether the node asked did.
+		where := "forwarded"
+		if hdr.Get(cluster.ServedByHeader) == n.ID {
+			where = "local"
+		}
+		w.h.count(fmt.Sprintf("read %s %s", hdr.Get(cluster.ReadLevelHeader), where))
 	case !isRead && code == http.StatusNoContent:
 		out.Result = model.OK
 	case in.Kind == model.DeleteAllocations && code == http.StatusNotFound:

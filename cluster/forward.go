@@ -45,6 +45,9 @@ type HandlerOptions struct {
 	// MaxBodyBytes bounds forwarded request bodies (default 16 MiB + 1,
 	// so the leader's own limit answers 413).
 	MaxBodyBytes int64
+	// ForwardReads makes a follower forward linearizable reads whole to
+	// the leader, as before read indexes (for comparison: bench/).
+	ForwardReads bool
 	// MaxApplyLag is how many entries the state machine may be behind the
 	// commit index, while it applies, before /readyz says not ready
 	// (default 1000).

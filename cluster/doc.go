@@ -18,7 +18,13 @@
 // before, which lets a leader woken from a freeze confirm itself), and
 // waits until the FSM has applied that index. The first read of a new
 // term waits for a Barrier through the log, because hashicorp/raft does
-// not say when the new term's first entry committed.
+// not say when the new term's first entry committed. The front serves
+// reads at the level the client asks for (readlevels.go): linearizable
+// reads on a follower from its own state after a read index from the
+// leader (readindex.go), bounded-staleness reads from a node's state while
+// its newest confirmation with the leader is within the bound, stale
+// reads as they are; every answer says which node, state index and level
+// it comes from.
 //
 // Timing (timing.go): the Raft timeouts, set directly or as a multiplier
 // and checked against each other. Topology (topology.go): region and zone

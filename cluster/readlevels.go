@@ -210,13 +210,14 @@ func (h *Handler) refuseStale(w http.ResponseWriter, r *http.Request, bound time
 
 // Keeping confirmations fresh. A node confirms its state every
 // confirmEvery, and more often while bounded reads ask for it: at half the
-// smallest bound asked for in the last paceHold, so that a node in touch
-// with the leader answers those reads from its own state. A confirmation
-// costs a follower one small request to the leader and the leader one
-// round of heartbeats, shared with its reads.
+// smallest bound asked for in the last paceHold (but not more often than
+// minPace), so that a node in touch with the leader answers those reads
+// from its own state. A confirmation costs a follower one small request to
+// the leader and the leader at most one round of heartbeats, shared with
+// its reads.
 const (
 	confirmEvery = time.Second
-	minPace      = 10 * time.Millisecond
+	minPace      = 50 * time.Millisecond
 	paceHold     = 10 * time.Second
 )
 

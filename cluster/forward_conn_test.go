@@ -45,18 +45,21 @@ func TestForwardingKeepsConnections(t *testing.T) {
 
 	hc := apiCA.client()
 	nodes := []*tlsNode{n1, n2}
-	// get sends one GET through via and returns who served it.
-	get := func(via *tlsNode) string {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+via.addr+"/resource_providers", nil)
+	// put sends one write through via and returns who served it (reads
+	// are answered by a follower itself after a read index; writes are
+	// always forwarded to the leader).
+	put := func(via *tlsNode) string {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "https://"+via.addr+"/traits/CUSTOM_FORWARDED", nil)
 		req.Header.Set("X-Auth-Token", "admin")
+		req.Header.Set("OpenStack-API-Version", "placement 1.39")
 		resp, err := hc.Do(req)
 		if err != nil {
 			t.Error(err)
 			return ""
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("GET via %s: %d", via.id, resp.StatusCode)
+		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusNoContent {
+			t.Errorf("PUT via %s: %d", via.id, resp.StatusCode)
 		}
 		return resp.Header.Get(cluster.ServedByHeader)
 	}
@@ -69,7 +72,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 		if n2.node.IsLeader() {
 			leader, via = 1, 0
 		}
-		get(nodes[via]) // a connection to the leader, if there was none
+		put(nodes[via]) // a connection to the leader, if there was none
 		base := accepted[leader].Load()
 		var wg sync.WaitGroup
 		var moved atomic.Bool
@@ -78,7 +81,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range requests / workers {
-					if by := get(nodes[via]); by != nodes[leader].id {
+					if by := put(nodes[via]); by != nodes[leader].id {
 						moved.Store(true)
 					}
 				}
@@ -121,7 +124,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 		return id == nodes[f].id && addr != ""
 	})
 	warm := accepted[f].Load()
-	if by := get(nodes[l]); by != nodes[f].id {
+	if by := put(nodes[l]); by != nodes[f].id {
 		t.Fatalf("served by %q after the transfer to %s", by, nodes[f].id)
 	}
 	if n := accepted[f].Load() - warm; n != 0 {

@@ -83,6 +83,18 @@ fuzz:
 bench-compare:
 	bench/compare.sh
 
+# The differential test (internal/difftest): the same random request
+# stream to upstream Placement (Debian's python3-placement, SQLite) and to
+# placementd, every answer compared; a divergence is shrunk to a minimal
+# reproduction. SEEDS seeds from SEED on, STEPS requests each.
+SEED ?= 1
+SEEDS ?= 1
+STEPS ?= 2000
+.PHONY: difftest
+difftest: build
+	$(GO) test -count=1 -timeout 0 -run '^TestDifferential$$' ./internal/difftest/ -v -args \
+		-difftest.bin $(CURDIR)/$(BIN) -difftest.seed $(SEED) -difftest.seeds $(SEEDS) -difftest.steps $(STEPS)
+
 # The operator's guide's commands against real processes
 # (docs/scripts/ops-check.sh); DOCKER=1 adds the image and compose cluster.
 .PHONY: ops-check

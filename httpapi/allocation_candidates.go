@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -391,7 +390,7 @@ func candidatesJSON(b []byte, v Version, req *candidates.Request, res *candidate
 				if j > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendJSONString(b, a.Provider)
+				b = appendPyString(b, a.Provider)
 				b = append(b, `: {"resources": `...)
 				b = appendAmounts(b, a.Resources)
 				b = append(b, '}')
@@ -403,7 +402,7 @@ func candidatesJSON(b []byte, v Version, req *candidates.Request, res *candidate
 					if j > 0 {
 						b = append(b, ", "...)
 					}
-					b = appendJSONString(b, m.Suffix)
+					b = appendPyString(b, m.Suffix)
 					b = append(b, ": "...)
 					b = appendStrings(b, m.Providers)
 				}
@@ -418,7 +417,7 @@ func candidatesJSON(b []byte, v Version, req *candidates.Request, res *candidate
 				b = append(b, ", "...)
 			}
 			b = append(b, `{"resource_provider": {"uuid": `...)
-			b = appendJSONString(b, a.Provider)
+			b = appendPyString(b, a.Provider)
 			b = append(b, `}, "resources": `...)
 			b = appendAmounts(b, a.Resources)
 			b = append(b, '}')
@@ -437,7 +436,7 @@ func candidatesJSON(b []byte, v Version, req *candidates.Request, res *candidate
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendJSONString(b, sum.UUID)
+		b = appendPyString(b, sum.UUID)
 		b = append(b, `: {"resources": {`...)
 		n := 0
 		for _, r := range sum.Resources {
@@ -448,7 +447,7 @@ func candidatesJSON(b []byte, v Version, req *candidates.Request, res *candidate
 				b = append(b, ", "...)
 			}
 			n++
-			b = appendJSONString(b, r.Class)
+			b = appendPyString(b, r.Class)
 			b = append(b, `: {"capacity": `...)
 			b = strconv.AppendInt(b, r.Capacity, 10)
 			b = append(b, `, "used": `...)
@@ -465,14 +464,14 @@ func candidatesJSON(b []byte, v Version, req *candidates.Request, res *candidate
 			if sum.ParentUUID == "" {
 				b = append(b, "null"...)
 			} else {
-				b = appendJSONString(b, sum.ParentUUID)
+				b = appendPyString(b, sum.ParentUUID)
 			}
 			b = append(b, `, "root_provider_uuid": `...)
-			b = appendJSONString(b, sum.RootUUID)
+			b = appendPyString(b, sum.RootUUID)
 		}
 		b = append(b, '}')
 	}
-	return append(b, "}}\n"...)
+	return append(b, "}}"...)
 }
 
 func appendAmounts(b []byte, rs []state.ResourceAmount) []byte {
@@ -481,7 +480,7 @@ func appendAmounts(b []byte, rs []state.ResourceAmount) []byte {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendJSONString(b, r.Class)
+		b = appendPyString(b, r.Class)
 		b = append(b, ": "...)
 		b = strconv.AppendInt(b, r.Amount, 10)
 	}
@@ -494,22 +493,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendJSONString(b, s)
+		b = appendPyString(b, s)
 	}
 	return append(b, ']')
-}
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json
-// does.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

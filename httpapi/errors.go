@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -132,11 +130,7 @@ func renderError(w http.ResponseWriter, r *http.Request, status int, detail, cod
 			}
 			v = errorBody{Errors: []errorItem{item}}
 		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.Encode(v)
-		body = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		body, _ = pyJSON(v)
 	default:
 		ctype = "text/plain; charset=UTF-8"
 		body = []byte(statusLine + "\n\n" + stripTags(errorBodyText(r, st, detail, noEscape)))

@@ -226,8 +226,8 @@ func TestMicroversionNegotiation(t *testing.T) {
 func TestRootDocument(t *testing.T) {
 	api := newTestAPI(t, Config{})
 	r := send(t, api.URL, "GET", "/", nil, "")
-	want := `{"versions":[{"id":"v1.0","max_version":"1.39","min_version":"1.0","status":"CURRENT","links":[{"rel":"self","href":""}]}]}`
-	if r.status != 200 || strings.TrimSpace(r.body) != want {
+	want := `{"versions": [{"id": "v1.0", "max_version": "1.39", "min_version": "1.0", "status": "CURRENT", "links": [{"rel": "self", "href": ""}]}]}`
+	if r.status != 200 || r.body != want {
 		t.Errorf("GET /: %d %s", r.status, r.body)
 	}
 	if r.header.Get("Last-Modified") != "" || r.header.Get("Cache-Control") != "" {
@@ -575,7 +575,7 @@ func TestFixContentLength(t *testing.T) {
 	if len(resps) != 2 || resps[0].StatusCode != 201 || resps[1].StatusCode != 200 {
 		t.Fatalf("pipelined: %v", resps)
 	}
-	if b, _ := io.ReadAll(resps[1].Body); !strings.Contains(string(b), `"name":"pipelined"`) {
+	if b, _ := io.ReadAll(resps[1].Body); !strings.Contains(string(b), `"name": "pipelined"`) {
 		t.Errorf("pipelined GET: %s", b)
 	}
 }

@@ -187,7 +187,7 @@ func TestInventoryBodies(t *testing.T) {
 	}
 	// allocation_ratio is shown as Python shows a float.
 	st, out = invRaw(t, a, "POST", base, "1.0", "application/json", `{"resource_class": "VCPU", "total": 4, "allocation_ratio": 2}`)
-	if st != 201 || !strings.Contains(out, `"allocation_ratio":2.0`) {
+	if st != 201 || !strings.Contains(out, `"allocation_ratio": 2.0`) {
 		t.Fatalf("ratio: %d %s", st, out)
 	}
 	// The first bad record in the document is reported.

@@ -13,11 +13,15 @@ import (
 	"github.com/placementd/placementd/httpapi/schema"
 )
 
-// writeJSON answers with a JSON body.
+// writeJSON answers with a JSON body, in json.dumps' bytes (pyjson.go).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := pyJSON(v)
+	if err != nil {
+		panic(err) // a bug: every answer is made of encodable values
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(body)
 }
 
 // writeNoContent answers 204.

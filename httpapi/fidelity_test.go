@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"strings"
+	"testing"
+)
+
+// Answers are json.dumps' bytes, as upstream's: ", " and ": " separators,
+// ASCII only, no trailing newline. The expected bodies were written by
+// Python 3.11's json.dumps.
+func TestBodiesAreJSONDumpsBytes(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	admin := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	r := send(t, api.URL, "POST", "/resource_providers", admin, `{"name": "r\u00e9seau \u2603 \ud83d\ude00 <&>", "uuid": "`+rpTestA+`"}`)
+	if r.status != 200 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	wantStart := `{"uuid": "` + rpTestA + `", "name": "r\u00e9seau \u2603 \ud83d\ude00 <&>", "generation": 0, "links": [{"rel": "self", "href": "/resource_providers/` + rpTestA + `"}, `
+	if !strings.HasPrefix(r.body, wantStart) || strings.HasSuffix(r.body, "\n") {
+		t.Errorf("provider body %q\nwant it to start %q, without a trailing newline", r.body, wantStart)
+	}
+	r = send(t, api.URL, "GET", "/resource_providers/"+rpTestA+"/usages", admin, "")
+	if want := `{"resource_provider_generation": 0, "usages": {}}`; r.body != want {
+		t.Errorf("usages body %q, want %q", r.body, want)
+	}
+	r = send(t, api.URL, "GET", "/resource_classes/CUSTOM_NOPE", admin, "")
+	want := `{"errors": [{"status": 404, "title": "Not Found", "detail": "The resource could not be found.\n\n No such resource class CUSTOM_NOPE.  ", "code": "placement.undefined_code", "request_id": "` + r.header.Get(requestIDHeader) + `"}]}`
+	if r.body != want {
+		t.Errorf("error body %q, want %q", r.body, want)
+	}
+}
+
+func TestPythonize(t *testing.T) {
+	for _, c := range []struct {
+		in   any
+		want string
+	}{
+		{map[string]any{"a": 1, "b": []any{1, 2, map[string]any{"c": nil}}, "d": "x"}, `{"a": 1, "b": [1, 2, {"c": null}], "d": "x"}`},
+		{map[string]any{"ctl": "a\x01b\x7fc\n\t\"\\\u2028<>&,:"}, `{"ctl": "a\u0001b\u007fc\n\t\"\\\u2028<>&,:"}`},
+		{[]any{"r\u00e9seau", "\U0001F600"}, `["r\u00e9seau", "\ud83d\ude00"]`},
+		{[]any{}, `[]`},
+		{map[string]any{}, `{}`},
+		{map[string]any{"f": pyFloat(1)}, `{"f": 1.0}`},
+	} {
+		got, err := pyJSON(c.in)
+		if err != nil || string(got) != c.want {
+			t.Errorf("pyJSON(%#v) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+		if s, ok := c.in.([]any); ok && len(s) == 2 {
+			if b := appendPyString(nil, s[0].(string)); string(b) != `"r\u00e9seau"` {
+				t.Errorf("appendPyString: %s", b)
+			}
+		}
+	}
+}

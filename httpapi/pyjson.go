@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Upstream writes every JSON body with Python's json.dumps defaults: ", "
+// and ": " between items, and only ASCII (anything else, DEL included, as
+// \uXXXX escapes). Clients compare and hash answers byte for byte, so
+// placementd writes the same bytes.
+
+// pyJSON encodes v as json.dumps(v) would.
+func pyJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return pythonize(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
+
+// pythonize rewrites compact JSON (encoding/json's output) into
+// json.dumps' form.
+func pythonize(compact []byte) []byte {
+	out := make([]byte, 0, len(compact)+len(compact)/8)
+	inString := false
+	for i := 0; i < len(compact); i++ {
+		c := compact[i]
+		switch {
+		case !inString:
+			out = append(out, c)
+			switch c {
+			case '"':
+				inString = true
+			case ',', ':':
+				out = append(out, ' ')
+			}
+		case c == '\\':
+			out = append(out, c, compact[i+1])
+			i++
+		case c == '"':
+			out = append(out, c)
+			inString = false
+		case c >= 0x7f:
+			r, size := utf8.DecodeRune(compact[i:])
+			out = appendUnicodeEscape(out, r)
+			i += size - 1
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// appendUnicodeEscape writes r as json.dumps' \uXXXX escape (a surrogate
+// pair beyond the Basic Multilingual Plane).
+func appendUnicodeEscape(b []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	esc := func(b []byte, u rune) []byte {
+		return append(b, '\\', 'u', hex[u>>12&0xf], hex[u>>8&0xf], hex[u>>4&0xf], hex[u&0xf])
+	}
+	if r > 0xffff {
+		r -= 0x10000
+		return esc(esc(b, 0xd800+(r>>10)), 0xdc00+(r&0x3ff))
+	}
+	return esc(b, r)
+}
+
+// appendPyString appends s as a json.dumps string.
+func appendPyString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c < 0x20 || c == 0x7f:
+			b = appendUnicodeEscape(b, rune(c))
+		case c > 0x7f:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			b = appendUnicodeEscape(b, r)
+			i += size
+			continue
+		default:
+			b = append(b, c)
+		}
+		i++
+	}
+	return append(b, '"')
+}

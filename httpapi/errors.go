@@ -236,7 +236,8 @@ var (
 )
 
 // writeStateError maps an error from the cluster or the state to a
-// response: a *state.Error by its kind, a write of unknown outcome or a
+// response: a *state.Error by its kind (raised, without Vary, when it is
+// one upstream's handlers let escape), a write of unknown outcome or a
 // missing leader as 503 with Retry-After.
 func writeStateError(w http.ResponseWriter, r *http.Request, err error) {
 	var se *state.Error
@@ -248,6 +249,10 @@ func writeStateError(w http.ResponseWriter, r *http.Request, err error) {
 			status = http.StatusNotFound
 		case state.Conflict:
 			status = http.StatusConflict
+		}
+		if se.Uncaught {
+			writeRaisedError(w, r, status, se.Detail, se.Code)
+			return
 		}
 		writeError(w, r, status, se.Detail, se.Code)
 	case errors.Is(err, cluster.ErrUnknownOutcome), errors.Is(err, cluster.ErrNotLeader):

@@ -53,3 +53,61 @@ func TestPythonize(t *testing.T) {
 		}
 	}
 }
+
+// A provider or class that upstream's handler looks up without catching
+// the NotFound gets a 404 raised out of the handler: the microversion
+// middleware adds its version header but not Vary. Handlers that catch it
+// answer their own 404, which carries Vary.
+func TestUncaughtNotFoundHasNoVary(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	const missing = "00000000-0000-4000-8000-000000000404"
+	rp := "/resource_providers/" + missing
+	if r := send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`); r.status != 200 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	inv := `{"resource_provider_generation": 0, "total": 1}`
+	for _, c := range []struct {
+		method, path, body string
+		vary               bool
+	}{
+		{"GET", rp, "", false},
+		{"PUT", rp, `{"name": "x"}`, false},
+		{"GET", rp + "/aggregates", "", false},
+		{"PUT", rp + "/aggregates", `{"aggregates": [], "resource_provider_generation": 0}`, false},
+		{"POST", rp + "/inventories", `{"resource_class": "VCPU", "total": 1, "resource_provider_generation": 0}`, false},
+		{"PUT", rp + "/inventories", `{"resource_provider_generation": 0, "inventories": {}}`, false},
+		{"DELETE", rp + "/inventories", "", false},
+		{"PUT", rp + "/inventories/VCPU", inv, false},
+		{"DELETE", rp + "/inventories/VCPU", "", false},
+		{"PUT", rp + "/traits", `{"traits": [], "resource_provider_generation": 0}`, false},
+		{"DELETE", rp + "/traits", "", false},
+		{"GET", "/resource_classes/CUSTOM_NOPE", "", false},
+		{"DELETE", "/resource_classes/CUSTOM_NOPE", "", false},
+		{"PUT", "/resource_providers/" + rpTestA + "/inventories/CUSTOM_NOPE", inv, false},
+		// Caught and reworded by the handler.
+		{"DELETE", rp, "", true},
+		{"GET", rp + "/inventories", "", true},
+		{"GET", rp + "/usages", "", true},
+		{"GET", rp + "/allocations", "", true},
+		{"GET", rp + "/traits", "", true},
+		{"DELETE", "/resource_providers/" + rpTestA + "/inventories/VCPU", "", true},
+		{"DELETE", "/allocations/" + missing, "", true},
+		{"GET", "/traits/CUSTOM_NOPE", "", true},
+	} {
+		r := send(t, api.URL, c.method, c.path, h, c.body)
+		if r.status != 404 {
+			t.Errorf("%s %s: %d %s, want 404", c.method, c.path, r.status, r.body)
+			continue
+		}
+		if got := r.header.Get("Vary") != ""; got != c.vary || r.header.Get("OpenStack-API-Version") != "placement 1.39" {
+			t.Errorf("%s %s: Vary %q, version %q; want Vary: %v", c.method, c.path, r.header.Get("Vary"), r.header.Get("OpenStack-API-Version"), c.vary)
+		}
+	}
+	// At 1.6 PUT /resource_classes/{name} renames: the class is looked up
+	// without catching.
+	h["OpenStack-API-Version"] = "placement 1.6"
+	if r := send(t, api.URL, "PUT", "/resource_classes/CUSTOM_NOPE", h, `{"name": "CUSTOM_YES"}`); r.status != 404 || r.header.Get("Vary") != "" {
+		t.Errorf("rename at 1.6: %d Vary %q", r.status, r.header.Get("Vary"))
+	}
+}

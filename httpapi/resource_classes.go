@@ -71,7 +71,7 @@ func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rc == nil {
-		writeError(w, r, http.StatusNotFound, "No such resource class "+name+".", "")
+		writeStateError(w, r, state.ClassNotFound(name))
 		return
 	}
 	setLastModified(w, r, latest(rc.Created, rc.Updated))

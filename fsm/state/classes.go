@@ -58,6 +58,14 @@ func (c *CreateResourceClass) Apply(s *Store, m Meta) (any, error) {
 	return CreateClassResult{Class: *rc, Created: true}, nil
 }
 
+// ClassNotFound is upstream's NotFound for a resource class looked up by
+// name.
+func ClassNotFound(name string) *Error {
+	e := NotFoundf("No such resource class %s.", name)
+	e.Uncaught = true
+	return e
+}
+
 // RenameResourceClass is PUT /resource_classes/{name} before 1.7.
 type RenameResourceClass struct {
 	Name    string
@@ -69,7 +77,7 @@ func (c *RenameResourceClass) Kind() string { return "resource_class.rename" }
 func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
 	rc := s.Classes.Get(c.Name)
 	if rc == nil {
-		return nil, NotFoundf("No such resource class %s.", c.Name)
+		return nil, ClassNotFound(c.Name)
 	}
 	if rc.Standard() {
 		return nil, Errorf("Cannot update standard resource class %s", c.Name)
@@ -137,7 +145,7 @@ func (c *DeleteResourceClass) Kind() string { return "resource_class.delete" }
 func (c *DeleteResourceClass) Apply(s *Store, m Meta) (any, error) {
 	rc := s.Classes.Get(c.Name)
 	if rc == nil {
-		return nil, NotFoundf("No such resource class %s.", c.Name)
+		return nil, ClassNotFound(c.Name)
 	}
 	if rc.Standard() {
 		return nil, Errorf("Error in delete resource class: Cannot delete standard resource class %s.", c.Name)

@@ -33,6 +33,11 @@ type Error struct {
 	Kind   Kind
 	Code   string
 	Detail string
+	// Uncaught marks upstream's NotFound for a provider or class looked
+	// up by uuid or name, which upstream's handlers let escape (a 404
+	// without Vary: httpapi.writeStateError); a handler that catches it
+	// rewords it into an error of its own.
+	Uncaught bool
 }
 
 func (e *Error) Error() string { return e.Detail }

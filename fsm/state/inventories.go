@@ -182,8 +182,8 @@ func (c *UpdateInventory) Apply(s *Store, m Meta) (any, error) {
 		return nil, Errorf("Unable to update inventory for resource provider %s: %s", p.UUID, msg)
 	}
 	if s.Classes.Get(v.Class) == nil {
-		// Upstream lets this NotFound escape the handler: a bare 404.
-		return nil, NotFoundf("No such resource class %s.", v.Class)
+		// Upstream lets this NotFound escape the handler.
+		return nil, ClassNotFound(v.Class)
 	}
 	inv := p.Inventories[v.Class]
 	if inv == nil {

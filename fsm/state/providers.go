@@ -45,7 +45,9 @@ func (p ProviderSummary) LastModified() time.Time {
 
 // ProviderNotFound is upstream's NotFound for a provider looked up by uuid.
 func ProviderNotFound(uuid string) *Error {
-	return NotFoundf("No resource provider with uuid %s found", uuid)
+	e := NotFoundf("No resource provider with uuid %s found", uuid)
+	e.Uncaught = true
+	return e
 }
 
 // ProvidersByID lists every provider in creation order (upstream's id

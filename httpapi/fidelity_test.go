@@ -111,3 +111,40 @@ func TestUncaughtNotFoundHasNoVary(t *testing.T) {
 		t.Errorf("rename at 1.6: %d Vary %q", r.status, r.header.Get("Vary"))
 	}
 }
+
+// A malformed body is reported in the words of Python's json module, as
+// upstream's extract_json reports it (the messages are Python 3.11's).
+func TestMalformedJSONMessages(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	for body, want := range map[string]string{
+		"":                                "Expecting value: line 1 column 1 (char 0)",
+		`{"name": "unterminated`:          "Unterminated string starting at: line 1 column 10 (char 9)",
+		`{"name": "x",}`:                  "Expecting property name enclosed in double quotes: line 1 column 14 (char 13)",
+		`{"name" "x"}`:                    "Expecting ':' delimiter: line 1 column 9 (char 8)",
+		`{"name": "x"} {}`:                "Extra data: line 1 column 15 (char 14)",
+		"{\"name\": \"a\x01b\"}":          "Invalid control character at: line 1 column 12 (char 11)",
+		"{\n \"name\": \"\u00e9\" \"x\"}": "Expecting ',' delimiter: line 2 column 14 (char 15)",
+		"\xff":                            "'utf-8' codec can't decode byte 0xff in position 0: invalid start byte",
+		`{"name": NaN}`:                   "", // valid JSON to Python: the schema speaks
+	} {
+		r := send(t, api.URL, "POST", "/resource_classes", h, body)
+		detail, _ := r.firstError(t)["detail"].(string)
+		if want == "" {
+			want = "JSON does not validate: nan is not of type 'string'"
+		} else {
+			want = "Malformed JSON: " + want
+		}
+		if r.status != 400 || !strings.Contains(detail, want) {
+			t.Errorf("body %q: %d %q, want 400 with %q", body, r.status, detail, want)
+		}
+	}
+	// NaN passes upstream's schema for allocation_ratio (then upstream
+	// fails with 500); placementd refuses it.
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
+	r := send(t, api.URL, "POST", "/resource_providers/"+rpTestA+"/inventories", h,
+		`{"resource_class": "VCPU", "total": 1, "allocation_ratio": NaN, "resource_provider_generation": 0}`)
+	if detail, _ := r.firstError(t)["detail"].(string); r.status != 400 || !strings.Contains(detail, "Out of range float values are not JSON compliant") {
+		t.Errorf("NaN allocation_ratio: %d %s", r.status, r.body)
+	}
+}

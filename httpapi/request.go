@@ -116,12 +116,13 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 		return false
 	}
+	var doc any
 	if sch == nil {
-		_, err = schema.DecodeJSON(body)
+		doc, err = schema.DecodeJSON(body)
 	} else {
 		// ValidateJSON keeps the document's key order, which upstream's
 		// messages depend on.
-		_, err = sch.ValidateJSON(body)
+		doc, err = sch.ValidateJSON(body)
 	}
 	var malformed *schema.DecodeError
 	switch {
@@ -131,6 +132,12 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 	case err != nil:
 		writeError(w, r, http.StatusBadRequest, "JSON does not validate: "+err.Error(), "")
 		return false
+	case hasNonFinite(doc):
+		// Python's json reads NaN and Infinity, and a NaN
+		// allocation_ratio passes upstream's schema to fail later with a
+		// 500; placementd refuses it here.
+		writeError(w, r, http.StatusBadRequest, "Malformed JSON: Out of range float values are not JSON compliant", "")
+		return false
 	}
 	if dst != nil {
 		if err := json.Unmarshal(body, dst); err != nil {
@@ -139,6 +146,28 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 		}
 	}
 	return true
+}
+
+// hasNonFinite reports whether a decoded document holds NaN or an
+// infinity, which Python's json accepts and no placement value can hold.
+func hasNonFinite(v any) bool {
+	switch t := v.(type) {
+	case json.Number:
+		return t == "NaN" || t == "Infinity" || t == "-Infinity"
+	case map[string]any:
+		for _, e := range t {
+			if hasNonFinite(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if hasNonFinite(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var zeroTime time.Time

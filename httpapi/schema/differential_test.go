@@ -59,7 +59,7 @@ func TestDifferential(t *testing.T) {
 		}
 	}
 	for _, c := range d.Reprs {
-		v, err := decodeOrdered([]byte(c.JSON))
+		v, err := pyLoads([]byte(c.JSON))
 		if err != nil {
 			report("decode %s: %v", c.JSON, err)
 			continue

@@ -45,6 +45,7 @@
 // instances passed as Go maps (see Schema.Validate), the Unicode version
 // deciding which characters repr() escapes (Go's tables, Unicode 15.0, as
 // Python 3.12; Python 3.11 uses 14.0), lone UTF-16 surrogates in JSON
-// strings (Go decodes them as U+FFFD), and NaN/Infinity literals, which
-// Python's json accepts and DecodeJSON rejects.
+// strings (Go decodes them as U+FFFD), and documents nested more than
+// 10,000 deep (Python's recursion limit stops it at about 1,000, with a
+// RecursionError upstream answers with 500).
 package schema

@@ -113,7 +113,7 @@ func Compile(jsonText string) (*Schema, error) {
 
 // compile compiles a schema checking "format" with the given checkers.
 func compile(jsonText string, formats map[string]func(any) bool) (*Schema, error) {
-	v, err := decodeOrdered([]byte(jsonText))
+	v, err := pyLoads([]byte(jsonText))
 	if err != nil {
 		return nil, fmt.Errorf("schema: invalid JSON: %w", err)
 	}

@@ -193,7 +193,7 @@ func TestValidateNilIsUntypedNil(t *testing.T) {
 
 func TestPythonReprAndPprint(t *testing.T) {
 	for _, c := range pyReprs {
-		v, err := decodeOrdered([]byte(c.json))
+		v, err := pyLoads([]byte(c.json))
 		if err != nil {
 			t.Fatalf("decode %s: %v", c.json, err)
 		}
@@ -248,7 +248,7 @@ func TestDecodeJSON(t *testing.T) {
 	}
 	for _, bad := range []string{
 		``, ` `, `{`, `{"a": 1}}`, `{"a": 1} {}`, `[1,]`, `{"a" 1}`, `{1: 2}`,
-		`NaN`, `nul`, `"abc`, "\"\xff\"", `{"a": 1} x`, `01`,
+		`nul`, `"abc`, "\"\xff\"", `{"a": 1} x`, `01`,
 	} {
 		_, err := DecodeJSON([]byte(bad))
 		var de *DecodeError
@@ -366,4 +366,97 @@ func TestConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Malformed bodies are reported in the words of Python 3.11's json module
+// after a strict UTF-8 decode, as upstream's jsonutils.loads reports them
+// (the expected messages are Python's own).
+func TestPythonJSONErrors(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{"", "Expecting value: line 1 column 1 (char 0)"},
+		{" ", "Expecting value: line 1 column 2 (char 1)"},
+		{"\t", "Expecting value: line 1 column 2 (char 1)"},
+		{"{", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"},
+		{"[", "Expecting value: line 1 column 2 (char 1)"},
+		{"{\"a\": 1,}", "Expecting property name enclosed in double quotes: line 1 column 9 (char 8)"},
+		{"[1, 2,]", "Expecting value: line 1 column 7 (char 6)"},
+		{"{\"a\" 1}", "Expecting ':' delimiter: line 1 column 6 (char 5)"},
+		{"{\"a\"}", "Expecting ':' delimiter: line 1 column 5 (char 4)"},
+		{"{\"a\": 1} x", "Extra data: line 1 column 10 (char 9)"},
+		{"{\"a\": 1}{}", "Extra data: line 1 column 9 (char 8)"},
+		{"{\"a\": 1}\n\n x", "Extra data: line 3 column 2 (char 11)"},
+		{"{\"a\": \"b\x01c\"}", "Invalid control character at: line 1 column 9 (char 8)"},
+		{"{\"a\": \"b\ncd\"}", "Invalid control character at: line 1 column 9 (char 8)"},
+		{"{\"a\": \"\x1f\"}", "Invalid control character at: line 1 column 8 (char 7)"},
+		{"{\"a\": \"unterminated", "Unterminated string starting at: line 1 column 7 (char 6)"},
+		{"\"a\\", "Unterminated string starting at: line 1 column 1 (char 0)"},
+		{"{\"a\": \"x\\q\"}", "Invalid \\escape: line 1 column 9 (char 8)"},
+		{"{\"a\": \"\\u12\"}", "Invalid \\uXXXX escape: line 1 column 9 (char 8)"},
+		{"{\"a\": \"\\u12zz\"}", "Invalid \\uXXXX escape: line 1 column 9 (char 8)"},
+		{"{\"a\": \"\\ud800\\uZZZZ\"}", "Invalid \\uXXXX escape: line 1 column 15 (char 14)"},
+		{"{'a': 1}", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"},
+		{"{\"a\": 1 \"b\": 2}", "Expecting ',' delimiter: line 1 column 9 (char 8)"},
+		{"[1 2]", "Expecting ',' delimiter: line 1 column 4 (char 3)"},
+		{"{\"a\": }", "Expecting value: line 1 column 7 (char 6)"},
+		{"{\"a\":", "Expecting value: line 1 column 6 (char 5)"},
+		{"[1,", "Expecting value: line 1 column 4 (char 3)"},
+		{"nul", "Expecting value: line 1 column 1 (char 0)"},
+		{"{\"a\": tru}", "Expecting value: line 1 column 7 (char 6)"},
+		{"-", "Expecting value: line 1 column 1 (char 0)"},
+		{"{\"a\":-}", "Expecting value: line 1 column 6 (char 5)"},
+		{"01", "Extra data: line 1 column 2 (char 1)"},
+		{"1.", "Extra data: line 1 column 2 (char 1)"},
+		{"1e", "Extra data: line 1 column 2 (char 1)"},
+		{".5", "Expecting value: line 1 column 1 (char 0)"},
+		{"{\"a\": 1.5e}", "Expecting ',' delimiter: line 1 column 10 (char 9)"},
+		{"{,}", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"},
+		{"{\"a\": 1,,}", "Expecting property name enclosed in double quotes: line 1 column 9 (char 8)"},
+		{"[,1]", "Expecting value: line 1 column 2 (char 1)"},
+		{"{\"a\": [}", "Expecting value: line 1 column 8 (char 7)"},
+		{"{\"a\": \"b\"\n,\n}", "Expecting property name enclosed in double quotes: line 3 column 1 (char 12)"},
+		{"\xef\xbb\xbf{\"a\": 1}", "Unexpected UTF-8 BOM (decode using utf-8-sig): line 1 column 1 (char 0)"},
+		{"\xff{\"a\": 1}", "'utf-8' codec can't decode byte 0xff in position 0: invalid start byte"},
+		{"\x80", "'utf-8' codec can't decode byte 0x80 in position 0: invalid start byte"},
+		{"{\"a\": \"\xc3\"}", "'utf-8' codec can't decode byte 0xc3 in position 7: invalid continuation byte"},
+		{"{\"a\": \"\xe2\x82\"}", "'utf-8' codec can't decode bytes in position 7-8: invalid continuation byte"},
+		{"{\"a\": \"\xed\xa0\x80\"}", "'utf-8' codec can't decode byte 0xed in position 7: invalid continuation byte"},
+		{"{\"a\": \"\xf4\x90\x80\x80\"}", "'utf-8' codec can't decode byte 0xf4 in position 7: invalid continuation byte"},
+		{"{\"a\": \"\xc0\xaf\"}", "'utf-8' codec can't decode byte 0xc0 in position 7: invalid start byte"},
+		{"{\"a\": \"\xe2(\xa1\"}", "'utf-8' codec can't decode byte 0xe2 in position 7: invalid continuation byte"},
+		{"{\"a\": \"\xf0\x9f\x98\"}", "'utf-8' codec can't decode bytes in position 7-9: invalid continuation byte"},
+		{"{\"a\": \"\xe0\x80\"}", "'utf-8' codec can't decode byte 0xe0 in position 7: invalid continuation byte"},
+		{"ab\xc3", "'utf-8' codec can't decode byte 0xc3 in position 2: unexpected end of data"},
+		{"ab\xe2\x82", "'utf-8' codec can't decode bytes in position 2-3: unexpected end of data"},
+		{"ab\xf0\x9f\x98", "'utf-8' codec can't decode bytes in position 2-4: unexpected end of data"},
+		{"{\"\xc3\xa9\": 1, \"b\": [1, 2,]}", "Expecting value: line 1 column 21 (char 20)"},
+		{"\n\n  {\"a\": [1,\n 2,]}", "Expecting value: line 4 column 4 (char 17)"},
+		{"{\"\xc3\xa9\": \"\xc3\xa9\x01\"}", "Invalid control character at: line 1 column 9 (char 8)"},
+		{"\xe2\x98\x83\n\xe2\x98\x83 x", "Expecting value: line 1 column 1 (char 0)"},
+	} {
+		_, err := DecodeJSON([]byte(c.body))
+		var de *DecodeError
+		if !errors.As(err, &de) || err.Error() != c.want {
+			t.Errorf("DecodeJSON(%q) = %v, want %q", c.body, err, c.want)
+		}
+	}
+}
+
+// Python's json accepts NaN and infinities as floats, which the schema
+// then sees as such.
+func TestPythonJSONNonFinite(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a": NaN}`:       "nan is not of type 'integer'",
+		`{"a": Infinity}`:  "inf is not of type 'integer'",
+		`{"a": -Infinity}`: "-inf is not of type 'integer'",
+		`{"a": 1e400}`:     "inf is not of type 'integer'",
+	} {
+		_, err := MustCompile(`{"properties": {"a": {"type": "integer"}}}`).ValidateJSON([]byte(body))
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Message != want {
+			t.Errorf("ValidateJSON(%s) = %v, want %q", body, err, want)
+		}
+	}
+	if _, err := DecodeJSON([]byte(`[NaN, -Infinity, "\ud83d\ude00"]`)); err != nil {
+		t.Errorf("DecodeJSON: %v", err)
+	}
 }

@@ -36,7 +36,7 @@ func (s *Schema) Validate(instance any) error {
 // returns the decoded document (in DecodeJSON's form) when it is valid; else
 // a *DecodeError if the body is not JSON, or a *ValidationError.
 func (s *Schema) ValidateJSON(body []byte) (any, error) {
-	v, err := decodeOrdered(body)
+	v, err := pyLoads(body)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (s *Schema) ValidateJSON(body []byte) (any, error) {
 // rejecting anything but whitespace after the document and bodies that are
 // not valid UTF-8. Errors are *DecodeError.
 func DecodeJSON(body []byte) (any, error) {
-	v, err := decodeOrdered(body)
+	v, err := pyLoads(body)
 	if err != nil {
 		return nil, err
 	}

@@ -1,18 +1,15 @@
 package schema
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // The validator works on its own value model, which mirrors what Python's
@@ -146,8 +143,8 @@ func (n *number) float64() float64 {
 	return f
 }
 
-// DecodeError reports a request body that is not well-formed JSON (upstream
-// answers these with "Malformed JSON: ..."; its wording is not reproduced).
+// DecodeError reports a request body that is not well-formed JSON, in the
+// words of Python's json module (upstream answers "Malformed JSON: ...").
 type DecodeError struct {
 	Err error
 }
@@ -158,94 +155,6 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // maxDepth bounds nesting of decoded documents (Python would hit its
 // recursion limit long before this).
 const maxDepth = 10000
-
-// decodeOrdered decodes one JSON document into the internal value model,
-// keeping object key order, and rejects anything but whitespace after it.
-// Like oslo's jsonutils.loads (which decodes the body as strict UTF-8), it
-// rejects bodies that are not valid UTF-8.
-func decodeOrdered(body []byte) (any, error) {
-	if !utf8.Valid(body) {
-		return nil, &DecodeError{errors.New("body is not valid UTF-8")}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
-	if err != nil {
-		if err == io.EOF {
-			err = errors.New("expecting value: unexpected end of JSON input")
-		}
-		return nil, &DecodeError{err}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		if err == nil {
-			err = fmt.Errorf("extra data at offset %d", dec.InputOffset())
-		}
-		return nil, &DecodeError{err}
-	}
-	return v, nil
-}
-
-func decodeValue(dec *json.Decoder, depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, errors.New("JSON document nested too deeply")
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := newObject()
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key is not a string at offset %d", dec.InputOffset())
-				}
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return nil, unexpectedEOF(err)
-				}
-				obj.set(k, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, unexpectedEOF(err)
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return nil, unexpectedEOF(err)
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, unexpectedEOF(err)
-			}
-			return arr, nil
-		}
-		return nil, fmt.Errorf("unexpected %q at offset %d", rune(t), dec.InputOffset())
-	case json.Number:
-		return parseNumber(string(t))
-	case string, bool, nil:
-		return t, nil
-	}
-	return nil, fmt.Errorf("unexpected token %v", tok)
-}
-
-func unexpectedEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
 
 // toPlain converts an internal value to the encoding/json (UseNumber) form.
 func toPlain(v any) any {

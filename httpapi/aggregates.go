@@ -45,9 +45,6 @@ func sendAggregates(w http.ResponseWriter, r *http.Request, aggs []string, gener
 }
 
 func (s *Server) getAggregates(w http.ResponseWriter, r *http.Request) {
-	if !checkAccept(w, r) || !requireVersion(w, r, 1) {
-		return
-	}
 	if !s.authorize(w, r, "placement:resource_providers:aggregates:list", nil) {
 		return
 	}
@@ -71,9 +68,6 @@ func (s *Server) getAggregates(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setAggregates(w http.ResponseWriter, r *http.Request) {
-	if !requireJSON(w, r) || !requireVersion(w, r, 1) {
-		return
-	}
 	if !s.authorize(w, r, "placement:resource_providers:aggregates:update", nil) {
 		return
 	}

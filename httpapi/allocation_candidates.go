@@ -324,8 +324,7 @@ func (s *Server) candidateOptions() candidates.Options {
 }
 
 func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 10) || !checkAccept(w, r) ||
-		!s.authorize(w, r, "placement:allocation_candidates:list", nil) {
+	if !s.authorize(w, r, "placement:allocation_candidates:list", nil) {
 		return
 	}
 	v := versionOf(r)

@@ -299,7 +299,7 @@ func pathConsumer(r *http.Request) string {
 }
 
 func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) {
-	if !requireJSON(w, r) || !s.authorize(w, r, "placement:allocations:update", nil) {
+	if !s.authorize(w, r, "placement:allocations:update", nil) {
 		return
 	}
 	raw := mux.Vars(r)["consumer_uuid"]
@@ -338,7 +338,7 @@ func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) setAllocations(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 13) || !requireJSON(w, r) || !s.authorize(w, r, "placement:allocations:manage", nil) {
+	if !s.authorize(w, r, "placement:allocations:manage", nil) {
 		return
 	}
 	v := versionOf(r)
@@ -401,7 +401,7 @@ func allocationsModified(c *state.Consumer) time.Time {
 }
 
 func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) {
-	if !checkAccept(w, r) || !s.authorize(w, r, "placement:allocations:list", nil) {
+	if !s.authorize(w, r, "placement:allocations:list", nil) {
 		return
 	}
 	consumer := pathConsumer(r)
@@ -456,7 +456,7 @@ type providerConsumerJSON struct {
 }
 
 func (s *Server) listProviderAllocations(w http.ResponseWriter, r *http.Request) {
-	if !checkAccept(w, r) || !s.authorize(w, r, "placement:resource_providers:allocations:list", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:allocations:list", nil) {
 		return
 	}
 	uuid := mux.Vars(r)["uuid"]

@@ -99,7 +99,15 @@ func renderError(w http.ResponseWriter, r *http.Request, status int, detail, cod
 
 	var ctype string
 	var body []byte
-	switch negotiateErrorType(r) {
+	rendering := negotiateErrorType(r)
+	if r.Method == http.MethodHead {
+		// webob sends an error to a HEAD request without rendering it:
+		// a bare Response, whose content type is its default.
+		rendering = "head"
+	}
+	switch rendering {
+	case "head":
+		ctype = "text/html; charset=UTF-8"
 	case "text/html":
 		ctype = "text/html; charset=UTF-8"
 		body = []byte("<html>\n <head>\n  <title>" + statusLine + "</title>\n </head>\n <body>\n  <h1>" +

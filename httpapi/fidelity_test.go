@@ -148,3 +148,60 @@ func TestMalformedJSONMessages(t *testing.T) {
 		t.Errorf("NaN allocation_ratio: %d %s", r.status, r.body)
 	}
 }
+
+// The GETs upstream decorates with check_accept answer 406 when the Accept
+// header rules JSON out, after the route's microversion check where
+// upstream checks that first.
+func TestCheckAcceptOnEveryJSONGet(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
+	rp := "/resource_providers/" + rpTestA
+	h["Accept"] = "text/html"
+	for _, path := range []string{
+		"/resource_classes", "/resource_classes/VCPU", "/resource_providers", rp, rp + "/inventories",
+		rp + "/inventories/VCPU", rp + "/usages", rp + "/aggregates", rp + "/allocations", rp + "/traits",
+		"/allocations/" + rpTestA, "/allocation_candidates?resources=VCPU:1", "/traits", "/usages?project_id=p",
+	} {
+		r := send(t, api.URL, "GET", path, h, "")
+		if r.status != 406 || !strings.Contains(r.body, "Only application/json is provided") {
+			t.Errorf("GET %s with Accept text/html: %d %.200s", path, r.status, r.body)
+		}
+	}
+	// These have no check_accept upstream.
+	for _, path := range []string{"/", "/traits/HW_CPU_X86_AVX"} {
+		if r := send(t, api.URL, "GET", path, h, ""); r.status/100 != 2 {
+			t.Errorf("GET %s with Accept text/html: %d", path, r.status)
+		}
+	}
+	// The microversion check comes first where upstream's decorators put
+	// it first, after check_accept for aggregates.
+	h["OpenStack-API-Version"] = "placement 1.0"
+	for path, want := range map[string]int{"/resource_classes": 404, "/traits": 404, rp + "/aggregates": 406} {
+		if r := send(t, api.URL, "GET", path, h, ""); r.status != want {
+			t.Errorf("GET %s at 1.0 with Accept text/html: %d, want %d", path, r.status, want)
+		}
+	}
+}
+
+// An error answer to HEAD (every route answers HEAD with 405, as upstream's
+// router has no HEAD routes) is webob's bare Response: text/html, no body.
+func TestHeadErrorsAreBare(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	for _, path := range []string{"/resource_providers", "/resource_classes", "/", "/nope"} {
+		for _, accept := range []string{"", "application/json", "text/plain"} {
+			h := map[string]string{"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
+			if accept != "" {
+				h["Accept"] = accept
+			}
+			r := send(t, api.URL, "HEAD", path, h, "")
+			if r.status/100 != 4 || r.header.Get("Content-Type") != "text/html; charset=UTF-8" || r.body != "" {
+				t.Errorf("HEAD %s (Accept %q): %d %q %q", path, accept, r.status, r.header.Get("Content-Type"), r.body)
+			}
+		}
+	}
+	r := send(t, api.URL, "HEAD", "/resource_providers", map[string]string{"X-Auth-Token": "admin"}, "")
+	if r.status != 405 || r.header.Get("Allow") != "GET, POST" {
+		t.Errorf("HEAD /resource_providers: %d Allow %q", r.status, r.header.Get("Allow"))
+	}
+}

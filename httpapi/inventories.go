@@ -318,7 +318,7 @@ func decodeObjectKeys(raw json.RawMessage) []string {
 }
 
 func (s *Server) getInventories(w http.ResponseWriter, r *http.Request) {
-	if !checkAccept(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:list", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:inventories:list", nil) {
 		return
 	}
 	uuid := mux.Vars(r)["uuid"]
@@ -341,7 +341,7 @@ func (s *Server) getInventories(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
-	if !checkAccept(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:show", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:inventories:show", nil) {
 		return
 	}
 	uuid, class := mux.Vars(r)["uuid"], mux.Vars(r)["resource_class"]
@@ -370,7 +370,7 @@ func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
-	if !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:create", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:inventories:create", nil) {
 		return
 	}
 	uuid := mux.Vars(r)["uuid"]
@@ -395,7 +395,7 @@ func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
-	if !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:update", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:inventories:update", nil) {
 		return
 	}
 	uuid, class := mux.Vars(r)["uuid"], mux.Vars(r)["resource_class"]
@@ -417,7 +417,7 @@ func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
-	if !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_providers:inventories:update", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:inventories:update", nil) {
 		return
 	}
 	uuid := mux.Vars(r)["uuid"]
@@ -452,11 +452,6 @@ func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteInventories(w http.ResponseWriter, r *http.Request) {
-	if !versionOf(r).AtLeast(5) {
-		// Upstream's version_handler('1.5', status_code=405).
-		writeError(w, r, http.StatusMethodNotAllowed, "", "")
-		return
-	}
 	if !s.authorize(w, r, "placement:resource_providers:inventories:delete", nil) {
 		return
 	}

@@ -46,7 +46,7 @@ var (
 )
 
 func (s *Server) reshape(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 30) || !requireJSON(w, r) || !s.authorize(w, r, "placement:reshaper:reshape", nil) {
+	if !s.authorize(w, r, "placement:reshaper:reshape", nil) {
 		return
 	}
 	v := versionOf(r)

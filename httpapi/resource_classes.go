@@ -21,16 +21,6 @@ var postResourceClassSchema = schema.MustCompileBody(`{
 	"additionalProperties": false
 }`)
 
-// requireVersion answers 404 (or the given status) below a handler's first
-// microversion, as upstream's version_handler does.
-func requireVersion(w http.ResponseWriter, r *http.Request, minor int) bool {
-	if !versionOf(r).AtLeast(minor) {
-		writeError(w, r, http.StatusNotFound, "", "")
-		return false
-	}
-	return true
-}
-
 func resourceClassJSON(name string) map[string]any {
 	return map[string]any{
 		"name":  name,
@@ -39,7 +29,7 @@ func resourceClassJSON(name string) map[string]any {
 }
 
 func (s *Server) listResourceClasses(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:list", nil) {
+	if !s.authorize(w, r, "placement:resource_classes:list", nil) {
 		return
 	}
 	var out []any
@@ -57,7 +47,7 @@ func (s *Server) listResourceClasses(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:show", nil) {
+	if !s.authorize(w, r, "placement:resource_classes:show", nil) {
 		return
 	}
 	name := mux.Vars(r)["name"]
@@ -79,8 +69,7 @@ func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
-	// Upstream checks the content type before the policy.
-	if !requireVersion(w, r, 2) || !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_classes:create", nil) {
+	if !s.authorize(w, r, "placement:resource_classes:create", nil) {
 		return
 	}
 	var body struct{ Name string }
@@ -95,9 +84,6 @@ func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 2) {
-		return
-	}
 	// Before 1.7 PUT renames a custom class; upstream checks the content
 	// type before the policy.
 	rename := !versionOf(r).AtLeast(7)
@@ -135,7 +121,7 @@ func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteResourceClass(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 2) || !s.authorize(w, r, "placement:resource_classes:delete", nil) {
+	if !s.authorize(w, r, "placement:resource_classes:delete", nil) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.DeleteResourceClass{Name: mux.Vars(r)["name"]}); !ok {

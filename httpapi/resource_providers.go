@@ -120,7 +120,7 @@ func canonicalUUID(s string) string {
 }
 
 func (s *Server) createResourceProvider(w http.ResponseWriter, r *http.Request) {
-	if !requireJSON(w, r) || !s.authorize(w, r, "placement:resource_providers:create", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:create", nil) {
 		return
 	}
 	sch := postProviderSchema
@@ -176,9 +176,6 @@ func (s *Server) readProvider(w http.ResponseWriter, r *http.Request, uuid strin
 }
 
 func (s *Server) getResourceProvider(w http.ResponseWriter, r *http.Request) {
-	if !checkAccept(w, r) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	if !s.authorize(w, r, "placement:resource_providers:show", nil) {
 		return
@@ -196,9 +193,6 @@ func (s *Server) getResourceProvider(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) {
-	if !requireJSON(w, r) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	if !s.authorize(w, r, "placement:resource_providers:update", nil) {
 		return
@@ -273,7 +267,7 @@ var (
 )
 
 func (s *Server) listResourceProviders(w http.ResponseWriter, r *http.Request) {
-	if !checkAccept(w, r) || !s.authorize(w, r, "placement:resource_providers:list", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:list", nil) {
 		return
 	}
 	v := versionOf(r)

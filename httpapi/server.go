@@ -161,6 +161,7 @@ type route struct {
 type methodHandler struct {
 	method  string
 	handler http.HandlerFunc
+	gates   []gate // run in order before the handler (routes.go)
 }
 
 func methodDispatch(methods []methodHandler) http.Handler {
@@ -172,6 +173,11 @@ func methodDispatch(methods []methodHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, m := range methods {
 			if m.method == r.Method {
+				for _, g := range m.gates {
+					if !g(w, r) {
+						return
+					}
+				}
 				m.handler(w, r)
 				return
 			}

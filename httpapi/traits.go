@@ -81,7 +81,7 @@ func lastQueryValue(r *http.Request, key string) (string, bool) {
 }
 
 func (s *Server) listTraits(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 6) || !checkAccept(w, r) || !s.authorize(w, r, "placement:traits:list", nil) {
+	if !s.authorize(w, r, "placement:traits:list", nil) {
 		return
 	}
 	if !validateQuery(w, r, listTraitsSchema) {
@@ -124,7 +124,7 @@ func (s *Server) listTraits(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getTrait(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 6) || !s.authorize(w, r, "placement:traits:show", nil) {
+	if !s.authorize(w, r, "placement:traits:show", nil) {
 		return
 	}
 	name := mux.Vars(r)["name"]
@@ -146,7 +146,7 @@ func (s *Server) getTrait(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putTrait(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 6) || !s.authorize(w, r, "placement:traits:update", nil) {
+	if !s.authorize(w, r, "placement:traits:update", nil) {
 		return
 	}
 	name := mux.Vars(r)["name"]
@@ -172,7 +172,7 @@ func (s *Server) putTrait(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteTrait(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 6) || !s.authorize(w, r, "placement:traits:delete", nil) {
+	if !s.authorize(w, r, "placement:traits:delete", nil) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.DeleteTrait{Name: mux.Vars(r)["name"]}); !ok {
@@ -188,8 +188,7 @@ type providerTraitsJSON struct {
 }
 
 func (s *Server) listProviderTraits(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 6) || !checkAccept(w, r) ||
-		!s.authorize(w, r, "placement:resource_providers:traits:list", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:traits:list", nil) {
 		return
 	}
 	uuid := mux.Vars(r)["uuid"]
@@ -213,8 +212,7 @@ func (s *Server) listProviderTraits(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateProviderTraits(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 6) || !requireJSON(w, r) ||
-		!s.authorize(w, r, "placement:resource_providers:traits:update", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:traits:update", nil) {
 		return
 	}
 	var body struct {
@@ -236,7 +234,7 @@ func (s *Server) updateProviderTraits(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteProviderTraits(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 6) || !s.authorize(w, r, "placement:resource_providers:traits:delete", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:traits:delete", nil) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.DeleteProviderTraits{Provider: mux.Vars(r)["uuid"]}); !ok {

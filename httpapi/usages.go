@@ -39,7 +39,7 @@ func usageNoCache(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listProviderUsages(w http.ResponseWriter, r *http.Request) {
-	if !checkAccept(w, r) || !s.authorize(w, r, "placement:resource_providers:usages", nil) {
+	if !s.authorize(w, r, "placement:resource_providers:usages", nil) {
 		return
 	}
 	uuid := mux.Vars(r)["uuid"]
@@ -82,9 +82,6 @@ func (g usageGroupJSON) MarshalJSON() ([]byte, error) {
 }
 
 func (s *Server) getTotalUsages(w http.ResponseWriter, r *http.Request) {
-	if !requireVersion(w, r, 9) || !checkAccept(w, r) {
-		return
-	}
 	project, user := queryLast(r, "project_id"), queryLast(r, "user_id")
 	consumerType := queryLast(r, "consumer_type")
 	if !s.authorize(w, r, "placement:usages", map[string]string{"project_id": project}) {

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Answers are json.dumps' bytes, as upstream's: ", " and ": " separators,
@@ -203,5 +205,30 @@ func TestHeadErrorsAreBare(t *testing.T) {
 	r := send(t, api.URL, "HEAD", "/resource_providers", map[string]string{"X-Auth-Token": "admin"}, "")
 	if r.status != 405 || r.header.Get("Allow") != "GET, POST" {
 		t.Errorf("HEAD /resource_providers: %d Allow %q", r.status, r.header.Get("Allow"))
+	}
+}
+
+// PUT /resource_providers/{uuid} sends, from 1.15, the Last-Modified of
+// the provider as upstream loaded it before saving: none while it was
+// never changed since its creation (upstream's updated_at is NULL), else
+// the time of that earlier change.
+func TestUpdateProviderLastModified(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.31"}
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
+	rp := "/resource_providers/" + rpTestA
+	r := send(t, api.URL, "PUT", rp, h, `{"name": "b"}`)
+	if r.status != 200 || r.header.Get("Last-Modified") != "" || r.header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("first PUT: %d Last-Modified %q Cache-Control %q", r.status, r.header.Get("Last-Modified"), r.header.Get("Cache-Control"))
+	}
+	// That PUT changed it: the next one reports when.
+	r = send(t, api.URL, "PUT", rp, h, `{"name": "c"}`)
+	if lm, err := http.ParseTime(r.header.Get("Last-Modified")); r.status != 200 || err != nil || time.Since(lm) > time.Minute {
+		t.Errorf("second PUT: %d Last-Modified %q", r.status, r.header.Get("Last-Modified"))
+	}
+	h["OpenStack-API-Version"] = "placement 1.14"
+	r = send(t, api.URL, "PUT", rp, h, `{"name": "d"}`)
+	if r.header.Get("Last-Modified") != "" || r.header.Get("Cache-Control") != "" {
+		t.Errorf("PUT at 1.14: Last-Modified %q Cache-Control %q", r.header.Get("Last-Modified"), r.header.Get("Cache-Control"))
 	}
 }

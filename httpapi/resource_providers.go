@@ -198,7 +198,8 @@ func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	// Upstream looks the provider up before reading the body.
-	if _, found, ok := s.readProvider(w, r, uuid); !ok {
+	before, found, ok := s.readProvider(w, r, uuid)
+	if !ok {
 		return
 	} else if !found {
 		writeStateError(w, r, state.ProviderNotFound(uuid))
@@ -227,9 +228,17 @@ func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) 
 	if !ok {
 		return
 	}
-	p := v.(state.ProviderSummary)
-	setLastModified(w, r, p.LastModified())
-	writeJSON(w, http.StatusOK, serializeProvider(r, p))
+	// Upstream's Last-Modified here is the updated_at of the provider it
+	// loaded before saving: none for a provider never changed since its
+	// creation (then only Cache-Control), else the previous change's time.
+	if versionOf(r).AtLeast(15) {
+		if before.Updated.After(before.Created) {
+			setLastModified(w, r, before.Updated)
+		} else {
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+	}
+	writeJSON(w, http.StatusOK, serializeProvider(r, v.(state.ProviderSummary)))
 }
 
 func (s *Server) deleteResourceProvider(w http.ResponseWriter, r *http.Request) {

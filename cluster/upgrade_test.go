@@ -40,6 +40,8 @@ import (
 var upgradeFixtures = []upgradeFixture{
 	{name: "v1", snapshotFormat: 1},
 	{name: "v2", snapshotFormat: 1, batches: true}, // log entry v2: batches
+	// Log entry v3: allocations kept in the order they were written.
+	{name: "v3", snapshotFormat: 1, batches: true, writeOrder: true},
 }
 
 type upgradeFixture struct {
@@ -48,6 +50,10 @@ type upgradeFixture struct {
 	// batches: written by a build with group commit, the log holds batch
 	// entries (the burst of concurrent writes in writeFixtureWorkload).
 	batches bool
+	// writeOrder: written by a build that keeps a consumer's allocations
+	// in the order of the write (the ordered consumers of
+	// writeFixtureWorkload, one in the snapshot and one in the log).
+	writeOrder bool
 }
 
 // fixtureBatchTraits is how many traits writeFixtureWorkload creates at
@@ -63,6 +69,27 @@ const (
 	fixtureLate     = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d04"
 	fixtureProject  = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d05"
 	fixtureAgg      = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d06"
+	// Written by v3 and later: two providers and two consumers whose
+	// allocations are written in an order that is not the sorted one.
+	fixtureOrderA       = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d07"
+	fixtureOrderB       = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d08"
+	fixtureOrdered      = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d09"
+	fixtureOrderedLate  = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d0a"
+	fixtureOrderProject = "0b1d0e5a-3c55-4e0f-9d5e-2a4f3b6c7d0b"
+)
+
+// orderedAllocations is a PUT /allocations body whose providers and
+// classes come in the order given (a Go map would be sorted).
+func orderedAllocations(allocations string) json.RawMessage {
+	return json.RawMessage(`{"allocations": {` + allocations + `}, "project_id": "` + fixtureOrderProject +
+		`", "user_id": "` + fixtureOrderProject + `", "consumer_generation": null, "consumer_type": "INSTANCE"}`)
+}
+
+// The ordered consumers' allocations as written, and as GET
+// /allocations/{consumer} must list them.
+var (
+	fixtureOrderedBody     = `"` + fixtureOrderB + `": {"resources": {"VCPU": 1, "DISK_GB": 1}}, "` + fixtureOrderA + `": {"resources": {"DISK_GB": 2}}`
+	fixtureOrderedLateBody = `"` + fixtureOrderB + `": {"resources": {"DISK_GB": 3}}, "` + fixtureOrderA + `": {"resources": {"VCPU": 2, "DISK_GB": 1}}`
 )
 
 // diskNode is a single node on real files with the API in front.
@@ -163,10 +190,17 @@ func writeFixtureWorkload(t *testing.T, d *diskNode) {
 		},
 		"project_id": fixtureProject, "user_id": fixtureProject,
 		"consumer_generation": nil, "consumer_type": "INSTANCE"}, 204)
+	for _, u := range []string{fixtureOrderA, fixtureOrderB} {
+		d.call(t, "POST", "/resource_providers", map[string]any{"name": "fixture-order-" + u[len(u)-1:], "uuid": u}, 200)
+		d.call(t, "PUT", "/resource_providers/"+u+"/inventories", map[string]any{"resource_provider_generation": 0,
+			"inventories": map[string]any{"VCPU": map[string]any{"total": 8}, "DISK_GB": map[string]any{"total": 100}}}, 200)
+	}
+	d.call(t, "PUT", "/allocations/"+fixtureOrdered, orderedAllocations(fixtureOrderedBody), 204)
 	if err := d.node.Raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	// After the snapshot: only in the log.
+	d.call(t, "PUT", "/allocations/"+fixtureOrderedLate, orderedAllocations(fixtureOrderedLateBody), 204)
 	d.call(t, "PUT", "/allocations/"+fixtureLate, map[string]any{
 		"allocations": map[string]any{fixtureRoot: map[string]any{"resources": map[string]any{"VCPU": 2}}},
 		"project_id":  fixtureProject, "user_id": fixtureProject,
@@ -248,6 +282,20 @@ func checkFixtureState(t *testing.T, d *diskNode, fx upgradeFixture) {
 	if alloc["consumer_type"] != "INSTANCE" || alloc["project_id"] != fixtureProject {
 		t.Errorf("consumer: %v", alloc)
 	}
+	// Written in sorted order (a Go map): the same in every version.
+	if _, raw, _ := d.send("GET", "/allocations/"+fixtureConsumer, nil); !inOrder(string(raw), fixtureRoot, "MEMORY_MB", "VCPU", fixtureChild) {
+		t.Errorf("consumer's allocations out of order: %s", raw)
+	}
+	if fx.writeOrder {
+		for consumer, body := range map[string]string{fixtureOrdered: fixtureOrderedBody, fixtureOrderedLate: fixtureOrderedLateBody} {
+			_, raw, _ := d.send("GET", "/allocations/"+consumer, nil)
+			// The body as written, each provider with its generation.
+			parts := strings.Split(body, "}}")
+			if !inOrder(string(raw), parts[0], parts[1]) {
+				t.Errorf("consumer %s: allocations not in write order: %s", consumer, raw)
+			}
+		}
+	}
 	late := d.call(t, "GET", "/allocations/"+fixtureLate, nil, 200)
 	if late["consumer_type"] != "MIGRATION" {
 		t.Errorf("consumer written after the snapshot: %v", late)
@@ -265,12 +313,24 @@ func checkFixtureState(t *testing.T, d *diskNode, fx upgradeFixture) {
 	}
 }
 
+// inOrder reports whether each of parts appears in s after the one before.
+func inOrder(s string, parts ...string) bool {
+	for _, p := range parts {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return true
+}
+
 func TestWriteUpgradeFixtures(t *testing.T) {
 	version := os.Getenv("PLACEMENTD_WRITE_FIXTURES")
 	if version == "" {
 		t.Skip("set PLACEMENTD_WRITE_FIXTURES=vN to write the fixtures of the current formats")
 	}
-	fx := upgradeFixture{name: version, snapshotFormat: snapshot.FormatVersion, batches: true}
+	fx := upgradeFixture{name: version, snapshotFormat: snapshot.FormatVersion, batches: true, writeOrder: true}
 	dir := t.TempDir()
 	d := openDiskNode(t, dir)
 	writeFixtureWorkload(t, d)

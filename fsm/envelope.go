@@ -14,10 +14,13 @@ import (
 	"github.com/placementd/placementd/fsm/state"
 )
 
-// EntryVersion is the version of the log entry envelope this build writes.
-// Decode accepts every version up to it. Version 2 added the batch entry;
-// single commands are still written as version 1.
-const EntryVersion = 2
+// EntryVersion is the newest log entry envelope this build writes. Decode
+// accepts every version up to it. Version 2 added the batch entry; version
+// 3 the allocation writes that keep their request's order
+// (state.SetAllocations and state.Reshape with WriteOrder), which an older
+// build would apply sorted. Every other command is still written as
+// version 1 (entryVersion), so that older builds read it.
+const EntryVersion = 3
 
 // batchKind marks an entry whose payload is a list of whole
 // single-command entries (so each keeps its proposer's time), applied in
@@ -43,7 +46,23 @@ func Encode(cmd state.Command, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(envelope{Version: 1, Kind: cmd.Kind(), Time: now.UTC(), Payload: payload})
+	return json.Marshal(envelope{Version: entryVersion(cmd), Kind: cmd.Kind(), Time: now.UTC(), Payload: payload})
+}
+
+// entryVersion is the oldest envelope version whose readers apply cmd as
+// this build does.
+func entryVersion(cmd state.Command) int {
+	switch c := cmd.(type) {
+	case *state.SetAllocations:
+		if c.WriteOrder {
+			return 3
+		}
+	case *state.Reshape:
+		if c.WriteOrder {
+			return 3
+		}
+	}
+	return 1
 }
 
 // EncodeBatch joins two or more entries made by Encode into one batch

@@ -96,3 +96,34 @@ func BenchmarkEncode(b *testing.B) {
 		allocationEntry(b)
 	}
 }
+
+// An allocation write that keeps its request's order is a version 3 entry,
+// which builds that would sort it refuse; every other command stays
+// version 1. Version 3 entries decode to the same command.
+func TestEntryVersionOfWriteOrder(t *testing.T) {
+	alloc := []state.ConsumerAllocations{{Consumer: "c", Allocations: []state.AllocationRequest{{Provider: "p", Class: "VCPU", Used: 1}}}}
+	for _, c := range []struct {
+		cmd  state.Command
+		want int
+	}{
+		{&state.SetAllocations{Consumers: alloc}, 1},
+		{&state.SetAllocations{Consumers: alloc, WriteOrder: true}, 3},
+		{&state.Reshape{Allocations: alloc}, 1},
+		{&state.Reshape{Allocations: alloc, WriteOrder: true}, 3},
+		{&state.CreateTrait{Name: "CUSTOM_T"}, 1},
+	} {
+		data, err := Encode(c.cmd, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct{ V int }
+		stdjson.Unmarshal(data, &env)
+		if env.V != c.want {
+			t.Errorf("%s %+v: version %d, want %d", c.cmd.Kind(), c.cmd, env.V, c.want)
+		}
+		entries, err := Decode(EncodeBatch([][]byte{data, data}))
+		if err != nil || len(entries) != 2 || !reflect.DeepEqual(entries[0].Cmd, c.cmd) {
+			t.Errorf("%s: decoded %v, %v", c.cmd.Kind(), entries, err)
+		}
+	}
+}

@@ -331,7 +331,7 @@ func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 		return
 	}
-	if _, ok := s.apply(w, r, &state.SetAllocations{Consumers: []state.ConsumerAllocations{ca}}); !ok {
+	if _, ok := s.apply(w, r, &state.SetAllocations{Consumers: []state.ConsumerAllocations{ca}, WriteOrder: true}); !ok {
 		return
 	}
 	writeNoContent(w)
@@ -359,7 +359,7 @@ func (s *Server) setAllocations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, ok := s.apply(w, r, &state.SetAllocations{Post: true, Consumers: consumers}); !ok {
+	if _, ok := s.apply(w, r, &state.SetAllocations{Post: true, Consumers: consumers, WriteOrder: true}); !ok {
 		return
 	}
 	writeNoContent(w)
@@ -377,13 +377,15 @@ func (s *Server) deleteConsumerAllocations(w http.ResponseWriter, r *http.Reques
 
 // providerResourcesJSON is one provider's part of a consumer's allocations.
 type providerResourcesJSON struct {
-	Resources  map[string]int64 `json:"resources"`
-	Generation int64            `json:"generation"`
+	Resources  *dict `json:"resources"` // class -> used
+	Generation int64 `json:"generation"`
 }
 
-// consumerAllocationsJSON is upstream's _serialize_allocations_for_consumer.
+// consumerAllocationsJSON is upstream's _serialize_allocations_for_consumer:
+// providers and their classes in the order of the allocations (upstream's
+// rows, in the order they were written).
 type consumerAllocationsJSON struct {
-	Allocations        map[string]*providerResourcesJSON `json:"allocations"`
+	Allocations        *dict `json:"allocations"` // provider -> *providerResourcesJSON
 	ProjectID          *string                           `json:"project_id,omitempty"`
 	UserID             *string                           `json:"user_id,omitempty"`
 	ConsumerGeneration *int64                            `json:"consumer_generation,omitempty"`
@@ -418,18 +420,18 @@ func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 	}) {
 		return
 	}
-	out := consumerAllocationsJSON{Allocations: map[string]*providerResourcesJSON{}}
+	out := consumerAllocationsJSON{Allocations: newDict()}
 	var allocs []state.Allocation
 	if c != nil {
 		allocs = c.Allocations
 	}
 	for _, a := range allocs {
-		pr := out.Allocations[a.ProviderUUID]
-		if pr == nil {
-			pr = &providerResourcesJSON{Resources: map[string]int64{}, Generation: generations[a.ProviderUUID]}
-			out.Allocations[a.ProviderUUID] = pr
+		v, ok := out.Allocations.get(a.ProviderUUID)
+		if !ok {
+			v = &providerResourcesJSON{Resources: newDict(), Generation: generations[a.ProviderUUID]}
+			out.Allocations.set(a.ProviderUUID, v)
 		}
-		pr.Resources[a.Class] = a.Used
+		v.(*providerResourcesJSON).Resources.set(a.Class, a.Used)
 	}
 	v := versionOf(r)
 	if len(allocs) > 0 && v.AtLeast(12) {

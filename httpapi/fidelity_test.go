@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,16 +44,16 @@ func TestPythonize(t *testing.T) {
 		{[]any{}, `[]`},
 		{map[string]any{}, `{}`},
 		{map[string]any{"f": pyFloat(1)}, `{"f": 1.0}`},
+		{[]any{json.RawMessage(`"\u003c\\u003c"`), "<&>"}, `["<\\u003c", "<&>"]`},
+		{newDictOf("b", 1, "a", newDictOf("<z>", 2, "y", nil)), `{"b": 1, "a": {"<z>": 2, "y": null}}`},
 	} {
 		got, err := pyJSON(c.in)
 		if err != nil || string(got) != c.want {
 			t.Errorf("pyJSON(%#v) = %s, %v; want %s", c.in, got, err, c.want)
 		}
-		if s, ok := c.in.([]any); ok && len(s) == 2 {
-			if b := appendPyString(nil, s[0].(string)); string(b) != `"r\u00e9seau"` {
-				t.Errorf("appendPyString: %s", b)
-			}
-		}
+	}
+	if b := appendPyString(nil, "r\u00e9seau\x7f<"); string(b) != `"r\u00e9seau\u007f<"` {
+		t.Errorf("appendPyString: %s", b)
 	}
 }
 
@@ -230,5 +231,60 @@ func TestUpdateProviderLastModified(t *testing.T) {
 	r = send(t, api.URL, "PUT", rp, h, `{"name": "d"}`)
 	if r.header.Get("Last-Modified") != "" || r.header.Get("Cache-Control") != "" {
 		t.Errorf("PUT at 1.14: Last-Modified %q Cache-Control %q", r.header.Get("Last-Modified"), r.header.Get("Cache-Control"))
+	}
+}
+
+func newDictOf(kv ...any) *dict {
+	d := newDict()
+	for i := 0; i < len(kv); i += 2 {
+		d.set(kv[i].(string), kv[i+1])
+	}
+	return d
+}
+
+// GET /allocations/{consumer} lists providers and classes in the order of
+// the write that set them (upstream's row order): the request body's
+// order, whatever the providers' creation order or the class names.
+func TestConsumerAllocationsInWriteOrder(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	const rpA, rpB = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+	const consumer = "cccccccc-0000-4000-8000-000000000003"
+	for _, u := range []string{rpA, rpB} {
+		if r := send(t, api.URL, "POST", "/resource_providers", h, `{"name": "`+u+`", "uuid": "`+u+`"}`); r.status != 200 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		r := send(t, api.URL, "PUT", "/resource_providers/"+u+"/inventories", h,
+			`{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 8}, "DISK_GB": {"total": 8}}}`)
+		if r.status != 200 {
+			t.Fatalf("inventories: %d %s", r.status, r.body)
+		}
+	}
+	get := func() string {
+		r := send(t, api.URL, "GET", "/allocations/"+consumer, h, "")
+		i := strings.Index(r.body, `, "project_id"`)
+		if r.status != 200 || i < 0 {
+			t.Fatalf("GET: %d %s", r.status, r.body)
+		}
+		return r.body[:i]
+	}
+	put := `{"allocations": {"` + rpB + `": {"resources": {"VCPU": 1, "DISK_GB": 2}}, "` + rpA + `": {"resources": {"MEMORY_MB": 3, "VCPU": 4}}}, ` +
+		`"project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`
+	if r := send(t, api.URL, "PUT", "/allocations/"+consumer, h, put); r.status != 204 {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+	want := `{"allocations": {"` + rpB + `": {"resources": {"VCPU": 1, "DISK_GB": 2}, "generation": 2}, "` + rpA + `": {"resources": {"MEMORY_MB": 3, "VCPU": 4}, "generation": 2}}`
+	if got := get(); got != want {
+		t.Errorf("after PUT:\n got %s\nwant %s", got, want)
+	}
+	// A later write replaces the order with its own.
+	post := `{"` + consumer + `": {"allocations": {"` + rpA + `": {"resources": {"DISK_GB": 1}}, "` + rpB + `": {"resources": {"MEMORY_MB": 1, "DISK_GB": 1}}}, ` +
+		`"project_id": "p", "user_id": "u", "consumer_generation": 1, "consumer_type": "INSTANCE"}}`
+	if r := send(t, api.URL, "POST", "/allocations", h, post); r.status != 204 {
+		t.Fatalf("POST: %d %s", r.status, r.body)
+	}
+	want = `{"allocations": {"` + rpA + `": {"resources": {"DISK_GB": 1}, "generation": 3}, "` + rpB + `": {"resources": {"MEMORY_MB": 1, "DISK_GB": 1}, "generation": 3}}`
+	if got := get(); got != want {
+		t.Errorf("after POST:\n got %s\nwant %s", got, want)
 	}
 }

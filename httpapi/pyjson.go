@@ -39,6 +39,16 @@ func pythonize(compact []byte) []byte {
 				out = append(out, ' ')
 			}
 		case c == '\\':
+			// encoding/json escapes <, > and & for HTML (in values that
+			// marshal themselves, whatever the encoder's setting); Python
+			// does not.
+			if i+5 < len(compact) && compact[i+1] == 'u' && compact[i+2] == '0' && compact[i+3] == '0' {
+				if r, ok := htmlEscapes[string(compact[i+4:i+6])]; ok {
+					out = append(out, r)
+					i += 5
+					continue
+				}
+			}
 			out = append(out, c, compact[i+1])
 			i++
 		case c == '"':
@@ -54,6 +64,8 @@ func pythonize(compact []byte) []byte {
 	}
 	return out
 }
+
+var htmlEscapes = map[string]byte{"3c": '<', "3e": '>', "26": '&'}
 
 // appendUnicodeEscape writes r as json.dumps' \uXXXX escape (a surrogate
 // pair beyond the Basic Multilingual Plane).
@@ -100,4 +112,45 @@ func appendPyString(b []byte, s string) []byte {
 		i++
 	}
 	return append(b, '"')
+}
+
+// dict is a JSON object whose keys keep the order they were first set in,
+// as a Python dict's do (encoding/json writes a Go map's keys sorted).
+type dict struct {
+	keys []string
+	vals map[string]any
+}
+
+func newDict() *dict { return &dict{vals: map[string]any{}} }
+
+// set sets k, which keeps its first position.
+func (d *dict) set(k string, v any) {
+	if _, ok := d.vals[k]; !ok {
+		d.keys = append(d.keys, k)
+	}
+	d.vals[k] = v
+}
+
+func (d *dict) get(k string) (any, bool) {
+	v, ok := d.vals[k]
+	return v, ok
+}
+
+func (d *dict) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, k := range d.keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kj, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		vj, err := json.Marshal(d.vals[k])
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, kj...), ':'), vj...)
+	}
+	return append(b, '}'), nil
 }

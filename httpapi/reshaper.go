@@ -72,7 +72,7 @@ func (s *Server) reshape(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 		return
 	}
-	cmd := &state.Reshape{}
+	cmd := &state.Reshape{WriteOrder: true}
 	seen := map[string]bool{}
 	for _, key := range objectKeys(body.Inventories) {
 		entry := byProvider[key]

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +68,41 @@ func TestDigestLeavesOutTheLogIndex(t *testing.T) {
 	}
 	if a.LastIndex != 7 {
 		t.Fatal("Digest changed the image")
+	}
+}
+
+// A consumer's allocations are written and read in the order the state
+// holds them: the order of the write that set them.
+func TestAllocationOrderSurvives(t *testing.T) {
+	s := state.New()
+	m := state.Meta{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	for _, u := range []string{"pa", "pb"} {
+		(&state.CreateProvider{UUID: u, Name: u}).Apply(s, m)
+		(&state.SetInventories{Provider: u, Inventories: []state.InventoryValues{
+			{Class: "VCPU", Total: 8, MinUnit: 1, MaxUnit: 8, StepSize: 1, AllocationRatio: 1},
+			{Class: "DISK_GB", Total: 8, MinUnit: 1, MaxUnit: 8, StepSize: 1, AllocationRatio: 1}}}).Apply(s, m)
+	}
+	want := []state.Allocation{{ProviderUUID: "pb", Class: "VCPU", Used: 1}, {ProviderUUID: "pa", Class: "VCPU", Used: 2}, {ProviderUUID: "pa", Class: "DISK_GB", Used: 3}}
+	req := state.ConsumerAllocations{Consumer: "c", ProjectID: "p", UserID: "u"}
+	for _, a := range want {
+		req.Allocations = append(req.Allocations, state.AllocationRequest{Provider: a.ProviderUUID, Class: a.Class, Used: a.Used})
+	}
+	if _, err := (&state.SetAllocations{Consumers: []state.ConsumerAllocations{req}, WriteOrder: true}).Apply(s, m); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, s.Image()); err != nil {
+		t.Fatal(err)
+	}
+	img, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := state.Load(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := loaded.Consumers.Get("c").Allocations; !reflect.DeepEqual(got, want) {
+		t.Errorf("allocations %v, want %v", got, want)
 	}
 }

@@ -44,12 +44,17 @@ type SetAllocations struct {
 	// Post selects POST /allocations' wording of errors.
 	Post      bool `json:",omitempty"`
 	Consumers []ConsumerAllocations
+	// WriteOrder keeps each consumer's allocations in the order of the
+	// request, which is upstream's (its rows' insertion order). Entries
+	// written before it existed sort them by provider and class, and
+	// replaying them must give the state it gave.
+	WriteOrder bool `json:",omitempty"`
 }
 
 func (c *SetAllocations) Kind() string { return "allocations.set" }
 
 func (c *SetAllocations) Apply(s *Store, m Meta) (any, error) {
-	plan, fail := s.planAllocations(c.Consumers, s.currentInventory)
+	plan, fail := s.planAllocations(c.Consumers, s.currentInventory, c.WriteOrder)
 	if fail != nil {
 		switch fail.stage {
 		case failNoClass:
@@ -102,7 +107,7 @@ type usageSlot struct{ provider, class string }
 type consumerPlan struct {
 	req      *ConsumerAllocations
 	existing *Consumer
-	allocs   []Allocation // the new allocations, in store order
+	allocs   []Allocation // the new allocations, in the order to store
 	// visited is upstream's "consumer in the allocation list": it has new
 	// allocations or loses old ones. Its generation goes up, and it is
 	// deleted if it ends with none.
@@ -150,8 +155,10 @@ func (pl *allocPlan) usageAfter(p *Provider, class string) int64 {
 //     an over-committed slot no worse than it was.
 //
 // inv gives the inventory to check against (the reshaper's interim
-// inventory differs from the current one).
-func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, class string) *Inventory) (*allocPlan, *planFailure) {
+// inventory differs from the current one). With writeOrder each
+// consumer's new allocations keep the request's order; else they are
+// sorted (sortAllocations).
+func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, class string) *Inventory, writeOrder bool) (*allocPlan, *planFailure) {
 	if fail := s.checkConsumersAndProviders(reqs); fail != nil {
 		return nil, fail
 	}
@@ -256,8 +263,10 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 			}
 		}
 	}
-	for i := range pl.consumers {
-		s.sortAllocations(pl.consumers[i].allocs)
+	if !writeOrder {
+		for i := range pl.consumers {
+			s.sortAllocations(pl.consumers[i].allocs)
+		}
 	}
 	return pl, nil
 }

@@ -473,3 +473,41 @@ func TestAllocationCommandsSurviveTheLog(t *testing.T) {
 		t.Error("unexpected kind")
 	}
 }
+
+// With WriteOrder a consumer's allocations keep the request's order (the
+// order upstream's rows have); without (entries of older builds) they are
+// sorted by provider creation, then class, as those builds stored them.
+func TestAllocationsWriteOrder(t *testing.T) {
+	s := New()
+	alProvider(t, s, "pa", "", alInv("VCPU", 8), alInv("MEMORY_MB", 8))
+	alProvider(t, s, "pb", "", alInv("DISK_GB", 8))
+	req := ConsumerAllocations{Consumer: "c", ProjectID: "p", UserID: "u", Allocations: []AllocationRequest{
+		{Provider: "pb", Class: "DISK_GB", Used: 1},
+		{Provider: "pa", Class: "VCPU", Used: 1},
+		{Provider: "pa", Class: "MEMORY_MB", Used: 2},
+	}}
+	written := []Allocation{{"pb", "DISK_GB", 1}, {"pa", "VCPU", 1}, {"pa", "MEMORY_MB", 2}}
+	sorted := []Allocation{{"pa", "MEMORY_MB", 2}, {"pa", "VCPU", 1}, {"pb", "DISK_GB", 1}}
+
+	alMust(t, s, &SetAllocations{Consumers: []ConsumerAllocations{req}, WriteOrder: true})
+	if got := s.Consumers.Get("c").Allocations; !reflect.DeepEqual(got, written) {
+		t.Errorf("WriteOrder: %v, want %v", got, written)
+	}
+	img := s.Image()
+	loaded, err := Load(img)
+	if err != nil || !reflect.DeepEqual(loaded.Consumers.Get("c").Allocations, written) {
+		t.Errorf("after Image and Load: %v (%v)", loaded.Consumers.Get("c").Allocations, err)
+	}
+
+	req.Generation, req.CheckGeneration = alGen(1), true
+	alMust(t, s, &SetAllocations{Consumers: []ConsumerAllocations{req}})
+	if got := s.Consumers.Get("c").Allocations; !reflect.DeepEqual(got, sorted) {
+		t.Errorf("without WriteOrder: %v, want %v", got, sorted)
+	}
+
+	req.Generation = alGen(2)
+	alMust(t, s, &Reshape{Allocations: []ConsumerAllocations{req}, WriteOrder: true})
+	if got := s.Consumers.Get("c").Allocations; !reflect.DeepEqual(got, written) {
+		t.Errorf("reshape with WriteOrder: %v, want %v", got, written)
+	}
+}

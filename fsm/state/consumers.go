@@ -62,8 +62,9 @@ func (s *Store) ensureConsumerType(name string, m Meta) {
 	s.NextConsumerTypeID++
 }
 
-// sortAllocations puts a consumer's allocations in the store's order:
-// provider creation order, then class name.
+// sortAllocations puts a consumer's allocations in provider creation
+// order, then class name: the order of consumers written without
+// SetAllocations.WriteOrder, and of imported ones.
 func (s *Store) sortAllocations(allocs []Allocation) {
 	sort.SliceStable(allocs, func(i, j int) bool {
 		pi, pj := s.Providers.Get(allocs[i].ProviderUUID), s.Providers.Get(allocs[j].ProviderUUID)

@@ -31,6 +31,8 @@ type ReshapeInventory struct {
 type Reshape struct {
 	Inventories []ReshapeInventory
 	Allocations []ConsumerAllocations
+	// WriteOrder is SetAllocations.WriteOrder.
+	WriteOrder bool `json:",omitempty"`
 }
 
 func (c *Reshape) Kind() string { return "reshape" }
@@ -92,7 +94,7 @@ func (c *Reshape) Apply(s *Store, m Meta) (any, error) {
 		}
 		return s.currentInventory(provider, class)
 	}
-	plan, fail := s.planAllocations(c.Allocations, lookup)
+	plan, fail := s.planAllocations(c.Allocations, lookup, c.WriteOrder)
 	if fail != nil {
 		return nil, wrap(fail)
 	}

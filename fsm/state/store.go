@@ -116,7 +116,10 @@ type Consumer struct {
 	// write replaces all of them, as upstream's, so it is also each
 	// allocation's creation time (what Last-Modified reports).
 	Updated time.Time
-	// Allocations in a deterministic order (provider ID, then class).
+	// Allocations in the order of the write that set them (upstream's
+	// row order, what GET /allocations/{consumer} shows). Consumers
+	// written by builds before that order was kept, or imported, hold them
+	// by provider creation order, then class.
 	Allocations []Allocation
 }
 

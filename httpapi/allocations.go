@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -385,11 +387,11 @@ type providerResourcesJSON struct {
 // providers and their classes in the order of the allocations (upstream's
 // rows, in the order they were written).
 type consumerAllocationsJSON struct {
-	Allocations        *dict `json:"allocations"` // provider -> *providerResourcesJSON
-	ProjectID          *string                           `json:"project_id,omitempty"`
-	UserID             *string                           `json:"user_id,omitempty"`
-	ConsumerGeneration *int64                            `json:"consumer_generation,omitempty"`
-	ConsumerType       *string                           `json:"consumer_type,omitempty"`
+	Allocations        *dict   `json:"allocations"` // provider -> *providerResourcesJSON
+	ProjectID          *string `json:"project_id,omitempty"`
+	UserID             *string `json:"user_id,omitempty"`
+	ConsumerGeneration *int64  `json:"consumer_generation,omitempty"`
+	ConsumerType       *string `json:"consumer_type,omitempty"`
 }
 
 // allocationsModified is upstream's _last_modified_from_allocations for one
@@ -453,8 +455,8 @@ func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 
 // providerConsumerJSON is one consumer's part of a provider's allocations.
 type providerConsumerJSON struct {
-	Resources          map[string]int64 `json:"resources"`
-	ConsumerGeneration *int64           `json:"consumer_generation,omitempty"`
+	Resources          *dict  `json:"resources"` // class -> used
+	ConsumerGeneration *int64 `json:"consumer_generation,omitempty"`
 }
 
 func (s *Server) listProviderAllocations(w http.ResponseWriter, r *http.Request) {
@@ -472,6 +474,18 @@ func (s *Server) listProviderAllocations(w http.ResponseWriter, r *http.Request)
 		}
 		found, generation = true, p.Generation
 		allocs = st.ProviderAllocations(uuid)
+		// Upstream reads these rows through its (provider, class, used)
+		// index: by class id, then amount, then in the order they were
+		// written; consumers and their classes come out in that order.
+		slices.SortStableFunc(allocs, func(a, b state.ProviderAllocation) int {
+			if c := st.Classes.Get(a.Class).ID - st.Classes.Get(b.Class).ID; c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.Used, b.Used); c != 0 {
+				return c
+			}
+			return a.Written.Compare(b.Written)
+		})
 	}) {
 		return
 	}
@@ -481,24 +495,25 @@ func (s *Server) listProviderAllocations(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	showGeneration := versionOf(r).AtLeast(28)
-	byConsumer := map[string]*providerConsumerJSON{}
+	byConsumer := newDict()
 	var modified time.Time
 	for i := range allocs {
 		a := &allocs[i]
-		pc := byConsumer[a.ConsumerUUID]
-		if pc == nil {
-			pc = &providerConsumerJSON{Resources: map[string]int64{}}
+		v, ok := byConsumer.get(a.ConsumerUUID)
+		if !ok {
+			pc := &providerConsumerJSON{Resources: newDict()}
 			if showGeneration {
 				pc.ConsumerGeneration = &a.ConsumerGeneration
 			}
-			byConsumer[a.ConsumerUUID] = pc
+			v = pc
+			byConsumer.set(a.ConsumerUUID, v)
 		}
-		pc.Resources[a.Class] = a.Used
+		v.(*providerConsumerJSON).Resources.set(a.Class, a.Used)
 		modified = latest(modified, a.Written)
 	}
 	setLastModified(w, r, modified)
 	writeJSON(w, http.StatusOK, struct {
-		Allocations map[string]*providerConsumerJSON `json:"allocations"`
-		Generation  int64                            `json:"resource_provider_generation"`
+		Allocations *dict `json:"allocations"` // consumer -> *providerConsumerJSON
+		Generation  int64 `json:"resource_provider_generation"`
 	}{byConsumer, generation})
 }

@@ -288,3 +288,80 @@ func TestConsumerAllocationsInWriteOrder(t *testing.T) {
 		t.Errorf("after POST:\n got %s\nwant %s", got, want)
 	}
 }
+
+// inOrder reports whether each of parts appears in s after the one before.
+func inOrder(s string, parts ...string) bool {
+	for _, p := range parts {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return true
+}
+
+// Answers keyed by resource class list the classes as upstream's queries
+// give them: by class id (standard classes in os-resource-classes order,
+// then custom ones in creation order), not by name; a write's answer
+// keeps the request's order. Usages by consumer type put a type's
+// consumer count after its first class. A provider's allocations come in
+// upstream's index order: class id, amount, then write order.
+func TestClassKeyedAnswersInUpstreamOrder(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	must := func(method, path, body string, status int) string {
+		t.Helper()
+		r := send(t, api.URL, method, path, h, body)
+		if r.status != status {
+			t.Fatalf("%s %s: %d %s", method, path, r.status, r.body)
+		}
+		return r.body
+	}
+	must("POST", "/resource_classes", `{"name": "CUSTOM_ZED"}`, 201)
+	must("POST", "/resource_classes", `{"name": "CUSTOM_ALPHA"}`, 201)
+	must("POST", "/resource_providers", `{"name": "a", "uuid": "`+rpTestA+`"}`, 200)
+	rp := "/resource_providers/" + rpTestA
+	body := must("PUT", rp+"/inventories", `{"resource_provider_generation": 0, "inventories": {"CUSTOM_ZED": {"total": 9}, "VCPU": {"total": 9}, "CUSTOM_ALPHA": {"total": 9}, "DISK_GB": {"total": 9}}}`, 200)
+	if !inOrder(body, `"CUSTOM_ZED"`, `"VCPU"`, `"CUSTOM_ALPHA"`, `"DISK_GB"`) {
+		t.Errorf("PUT inventories: not in the request's order: %s", body)
+	}
+	if body = must("GET", rp+"/inventories", "", 200); !inOrder(body, `"VCPU"`, `"DISK_GB"`, `"CUSTOM_ZED"`, `"CUSTOM_ALPHA"`) {
+		t.Errorf("GET inventories: not in class id order: %s", body)
+	}
+	alloc := func(consumer, typ, resources string) {
+		must("PUT", "/allocations/"+consumer, `{"allocations": {"`+rpTestA+`": {"resources": {`+resources+`}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "`+typ+`"}`, 204)
+	}
+	const c1, c2, c3 = "c1111111-0000-4000-8000-000000000001", "c2222222-0000-4000-8000-000000000002", "c3333333-0000-4000-8000-000000000003"
+	// MIGRATION gets the first consumer type id: its rows come first.
+	alloc(c1, "MIGRATION", `"CUSTOM_ALPHA": 2, "VCPU": 1`)
+	alloc(c2, "INSTANCE", `"CUSTOM_ZED": 1, "DISK_GB": 1`)
+	alloc(c3, "INSTANCE", `"DISK_GB": 3, "VCPU": 2`)
+	if body = must("GET", rp+"/usages", "", 200); body != `{"resource_provider_generation": 4, "usages": {"VCPU": 3, "DISK_GB": 4, "CUSTOM_ZED": 1, "CUSTOM_ALPHA": 2}}` {
+		t.Errorf("provider usages: %s", body)
+	}
+	want := `{"usages": {"MIGRATION": {"VCPU": 1, "consumer_count": 1, "CUSTOM_ALPHA": 2}, "INSTANCE": {"VCPU": 2, "consumer_count": 2, "DISK_GB": 4, "CUSTOM_ZED": 1}}}`
+	if body = must("GET", "/usages?project_id=p", "", 200); body != want {
+		t.Errorf("usages by type:\n got %s\nwant %s", body, want)
+	}
+	if body = must("GET", "/usages?project_id=p&consumer_type=all", "", 200); body != `{"usages": {"all": {"VCPU": 3, "consumer_count": 3, "DISK_GB": 4, "CUSTOM_ZED": 1, "CUSTOM_ALPHA": 2}}}` {
+		t.Errorf("usages of all types: %s", body)
+	}
+	h["OpenStack-API-Version"] = "placement 1.37"
+	if body = must("GET", "/usages?project_id=p", "", 200); body != `{"usages": {"VCPU": 3, "DISK_GB": 4, "CUSTOM_ZED": 1, "CUSTOM_ALPHA": 2}}` {
+		t.Errorf("usages: %s", body)
+	}
+	h["OpenStack-API-Version"] = "placement 1.39"
+	// Rows (VCPU 1 c1) (VCPU 2 c3) (DISK_GB 1 c2) (DISK_GB 3 c3) (ZED 1 c2) (ALPHA 2 c1).
+	body = must("GET", rp+"/allocations", "", 200)
+	if !inOrder(body, c1, `"VCPU": 1, "CUSTOM_ALPHA": 2`, c3, `"VCPU": 2, "DISK_GB": 3`, c2, `"DISK_GB": 1, "CUSTOM_ZED": 1`) {
+		t.Errorf("provider allocations: %s", body)
+	}
+	body = must("GET", "/allocation_candidates?resources=VCPU:1", "", 200)
+	if !inOrder(body, `"provider_summaries"`, `"VCPU"`, `"DISK_GB"`, `"CUSTOM_ZED"`, `"CUSTOM_ALPHA"`) {
+		t.Errorf("provider summary: %s", body)
+	}
+	if body = must("GET", "/resource_classes/CUSTOM_ZED", "", 200); body != `{"name": "CUSTOM_ZED", "links": [{"rel": "self", "href": "/resource_classes/CUSTOM_ZED"}]}` {
+		t.Errorf("resource class: %s", body)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"net/http"
 	"slices"
 	"strconv"
@@ -94,34 +95,67 @@ func (f pyFloat) MarshalJSON() ([]byte, error) {
 // The generation shows only when non-zero (upstream tests `if generation`),
 // and never inside a list of inventories.
 type inventoryJSON struct {
-	Total           int64   `json:"total"`
-	Reserved        int64   `json:"reserved"`
-	MinUnit         int64   `json:"min_unit"`
-	MaxUnit         int64   `json:"max_unit"`
-	StepSize        int64   `json:"step_size"`
-	AllocationRatio pyFloat `json:"allocation_ratio"`
-	Generation      int64   `json:"resource_provider_generation,omitempty"`
+	Total           any   `json:"total"`
+	Reserved        any   `json:"reserved"`
+	MinUnit         any   `json:"min_unit"`
+	MaxUnit         any   `json:"max_unit"`
+	StepSize        any   `json:"step_size"`
+	AllocationRatio any   `json:"allocation_ratio"`
+	Generation      int64 `json:"resource_provider_generation,omitempty"`
 }
 
-func serializeInventory(inv state.Inventory, generation int64) inventoryJSON {
-	return inventoryJSON{
+// serializeInventory shows a stored inventory (integers, and a float
+// ratio as Python shows floats). rec, when not nil, is the request record
+// that wrote it: upstream answers a write with the values as it decoded
+// them from the request, so a number written 2 (or 1.0) comes back so.
+func serializeInventory(inv state.Inventory, generation int64, rec map[string]json.RawMessage) inventoryJSON {
+	out := inventoryJSON{
 		Total: inv.Total, Reserved: inv.Reserved, MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit,
 		StepSize: inv.StepSize, AllocationRatio: pyFloat(inv.AllocationRatio), Generation: generation,
 	}
+	for field, dst := range map[string]*any{
+		"total": &out.Total, "reserved": &out.Reserved, "min_unit": &out.MinUnit, "max_unit": &out.MaxUnit,
+		"step_size": &out.StepSize, "allocation_ratio": &out.AllocationRatio,
+	} {
+		if raw, ok := rec[field]; ok {
+			*dst = pyNumber(raw)
+		}
+	}
+	return out
+}
+
+// pyNumber is a JSON number as json.dumps writes back what json.loads
+// read: an int in its canonical form, a float as Python's repr.
+func pyNumber(raw json.RawMessage) json.RawMessage {
+	lit := strings.TrimSpace(string(raw))
+	if strings.ContainsAny(lit, ".eE") {
+		f, err := strconv.ParseFloat(lit, 64)
+		if b, merr := pyFloat(f).MarshalJSON(); err == nil && merr == nil {
+			return b
+		}
+		return raw
+	}
+	if n, ok := new(big.Int).SetString(lit, 10); ok {
+		return json.RawMessage(n.String())
+	}
+	return raw
 }
 
 type inventoriesJSON struct {
-	Generation  int64                    `json:"resource_provider_generation"`
-	Inventories map[string]inventoryJSON `json:"inventories"`
+	Generation  int64 `json:"resource_provider_generation"`
+	Inventories *dict `json:"inventories"` // class -> inventoryJSON
 }
 
 // sendInventories is upstream's _send_inventories. With no inventory
 // there is no Last-Modified (upstream sets it to None), only Cache-Control.
-func sendInventories(w http.ResponseWriter, r *http.Request, generation int64, invs []state.InventoryResult) {
-	out := inventoriesJSON{Generation: generation, Inventories: map[string]inventoryJSON{}}
+// The inventories come in the order given: upstream's class id order for a
+// read (its query's index), the request's for a write, whose records
+// (recs, by class) it echoes.
+func sendInventories(w http.ResponseWriter, r *http.Request, generation int64, invs []state.InventoryResult, recs map[string]map[string]json.RawMessage) {
+	out := inventoriesJSON{Generation: generation, Inventories: newDict()}
 	var modified time.Time
 	for _, ir := range invs {
-		out.Inventories[ir.Class] = serializeInventory(ir.Inventory, 0)
+		out.Inventories.set(ir.Class, serializeInventory(ir.Inventory, 0, recs[ir.Class]))
 		modified = latest(modified, inventoryModified(ir.Inventory))
 	}
 	if versionOf(r).AtLeast(15) {
@@ -142,10 +176,11 @@ func inventoryModified(inv state.Inventory) time.Time {
 	return inv.Created
 }
 
-// sendInventory is upstream's _send_inventory.
-func sendInventory(w http.ResponseWriter, r *http.Request, status int, ir state.InventoryResult) {
+// sendInventory is upstream's _send_inventory; rec is the request record of
+// a write (see serializeInventory).
+func sendInventory(w http.ResponseWriter, r *http.Request, status int, ir state.InventoryResult, rec map[string]json.RawMessage) {
 	setLastModified(w, r, inventoryModified(ir.Inventory))
-	writeJSON(w, status, serializeInventory(ir.Inventory, ir.Generation))
+	writeJSON(w, status, serializeInventory(ir.Inventory, ir.Generation, rec))
 }
 
 // inventoryURL is upstream's util.inventory_url.
@@ -328,6 +363,7 @@ func (s *Server) getInventories(w http.ResponseWriter, r *http.Request) {
 	if !s.read(w, r, func(st *state.Store) {
 		if p := st.Providers.Get(uuid); p != nil {
 			found, generation, invs = true, p.Generation, p.ProviderInventories()
+			slices.SortStableFunc(invs, func(a, b state.InventoryResult) int { return st.Classes.Get(a.Class).ID - st.Classes.Get(b.Class).ID })
 		}
 	}) {
 		return
@@ -337,7 +373,7 @@ func (s *Server) getInventories(w http.ResponseWriter, r *http.Request) {
 			uuid, state.ProviderNotFound(uuid).Detail), "")
 		return
 	}
-	sendInventories(w, r, generation, invs)
+	sendInventories(w, r, generation, invs, nil)
 }
 
 func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
@@ -366,7 +402,7 @@ func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, fmt.Sprintf("No inventory of class %s for %s", class, uuid), "")
 		return
 	}
-	sendInventory(w, r, http.StatusOK, *inv)
+	sendInventory(w, r, http.StatusOK, *inv, nil)
 }
 
 func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
@@ -391,7 +427,7 @@ func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", absoluteURL(r, inventoryURL(uuid, class)))
-	sendInventory(w, r, http.StatusCreated, v.(state.InventoryResult))
+	sendInventory(w, r, http.StatusCreated, v.(state.InventoryResult), body)
 }
 
 func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
@@ -413,7 +449,7 @@ func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sendInventory(w, r, http.StatusOK, v.(state.InventoryResult))
+	sendInventory(w, r, http.StatusOK, v.(state.InventoryResult), body)
 }
 
 func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
@@ -448,7 +484,15 @@ func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := v.(state.InventoriesResult)
-	sendInventories(w, r, res.Generation, res.Inventories)
+	byClass := map[string]state.InventoryResult{}
+	for _, ir := range res.Inventories {
+		byClass[ir.Class] = ir
+	}
+	written := make([]state.InventoryResult, len(cmd.Inventories))
+	for i, iv := range cmd.Inventories {
+		written[i] = byClass[iv.Class]
+	}
+	sendInventories(w, r, res.Generation, written, records)
 }
 
 func (s *Server) deleteInventories(w http.ResponseWriter, r *http.Request) {

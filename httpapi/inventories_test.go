@@ -185,10 +185,15 @@ func TestInventoryBodies(t *testing.T) {
 	if st != 400 || !strings.Contains(out, "Malformed JSON") {
 		t.Fatalf("malformed: %d %s", st, out)
 	}
-	// allocation_ratio is shown as Python shows a float.
-	st, out = invRaw(t, a, "POST", base, "1.0", "application/json", `{"resource_class": "VCPU", "total": 4, "allocation_ratio": 2}`)
-	if st != 201 || !strings.Contains(out, `"allocation_ratio": 2.0`) {
+	// A write's answer shows the values as the request wrote them (Python
+	// echoes what json.loads read); reads show allocation_ratio as the
+	// float it is stored as.
+	st, out = invRaw(t, a, "POST", base, "1.0", "application/json", `{"resource_class": "VCPU", "total": 4.0, "allocation_ratio": 2}`)
+	if st != 201 || !strings.Contains(out, `{"total": 4.0, "reserved": 0, `) || !strings.Contains(out, `"allocation_ratio": 2, `) {
 		t.Fatalf("ratio: %d %s", st, out)
+	}
+	if st, out = invRaw(t, a, "GET", base+"/VCPU", "1.0", "", ""); st != 200 || !strings.Contains(out, `{"total": 4, `) || !strings.Contains(out, `"allocation_ratio": 2.0`) {
+		t.Fatalf("ratio read back: %d %s", st, out)
 	}
 	// The first bad record in the document is reported.
 	st, out = invRaw(t, a, "PUT", base, "1.0", "application/json",

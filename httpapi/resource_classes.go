@@ -21,11 +21,15 @@ var postResourceClassSchema = schema.MustCompileBody(`{
 	"additionalProperties": false
 }`)
 
-func resourceClassJSON(name string) map[string]any {
-	return map[string]any{
-		"name":  name,
-		"links": []any{map[string]any{"rel": "self", "href": "/resource_classes/" + name}},
-	}
+// resourceClassJSON is upstream's _serialize_resource_class, keys in its
+// order.
+type resourceClassJSON struct {
+	Name  string     `json:"name"`
+	Links []linkJSON `json:"links"`
+}
+
+func serializeResourceClass(name string) resourceClassJSON {
+	return resourceClassJSON{Name: name, Links: []linkJSON{{Rel: "self", Href: "/resource_classes/" + name}}}
 }
 
 func (s *Server) listResourceClasses(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +40,7 @@ func (s *Server) listResourceClasses(w http.ResponseWriter, r *http.Request) {
 	var modified = zeroTime
 	if !s.read(w, r, func(st *state.Store) {
 		for _, rc := range st.ClassesByID() {
-			out = append(out, resourceClassJSON(rc.Name))
+			out = append(out, serializeResourceClass(rc.Name))
 			modified = latest(modified, latest(rc.Created, rc.Updated))
 		}
 	}) {
@@ -65,7 +69,7 @@ func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setLastModified(w, r, latest(rc.Created, rc.Updated))
-	writeJSON(w, http.StatusOK, resourceClassJSON(rc.Name))
+	writeJSON(w, http.StatusOK, serializeResourceClass(rc.Name))
 }
 
 func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +104,7 @@ func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		writeJSON(w, http.StatusOK, resourceClassJSON(v.(state.ResourceClass).Name))
+		writeJSON(w, http.StatusOK, serializeResourceClass(v.(state.ResourceClass).Name))
 		return
 	}
 	// From 1.7, a bodiless PUT creates the class if it is missing.

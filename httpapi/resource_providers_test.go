@@ -262,7 +262,7 @@ func TestUpdateProvider(t *testing.T) {
 
 	st, h, body := api.do("PUT", "/resource_providers/"+rpTestA, "1.15", map[string]any{"name": "new"})
 	if st != 200 || body.(map[string]any)["name"] != "new" || body.(map[string]any)["generation"] != float64(0) ||
-		h.Get("Last-Modified") == "" || h.Get("Location") != "" {
+		h.Get("Cache-Control") != "no-cache" || h.Get("Location") != "" {
 		t.Errorf("rename: %d %v %v", st, h, body)
 	}
 	// Parent B under A: C's root follows.

@@ -1,9 +1,9 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/gorilla/mux"
 
@@ -45,10 +45,16 @@ func (s *Server) listProviderUsages(w http.ResponseWriter, r *http.Request) {
 	uuid := mux.Vars(r)["uuid"]
 	var found bool
 	var generation int64
-	var usages map[string]int64
+	usages := newDict() // class -> used, in class id order (upstream's GROUP BY)
 	if !s.read(w, r, func(st *state.Store) {
 		if p := st.Providers.Get(uuid); p != nil {
-			found, generation, usages = true, p.Generation, p.ProviderUsage()
+			found, generation = true, p.Generation
+			used := p.ProviderUsage()
+			classes := state.SortedKeys(used)
+			st.SortByClassID(classes)
+			for _, c := range classes {
+				usages.set(c, used[c])
+			}
 		}
 	}) {
 		return
@@ -60,25 +66,9 @@ func (s *Server) listProviderUsages(w http.ResponseWriter, r *http.Request) {
 	}
 	usageNoCache(w, r)
 	writeJSON(w, http.StatusOK, struct {
-		Generation int64            `json:"resource_provider_generation"`
-		Usages     map[string]int64 `json:"usages"`
+		Generation int64 `json:"resource_provider_generation"`
+		Usages     *dict `json:"usages"`
 	}{generation, usages})
-}
-
-// usageGroupJSON is one consumer type's usage from 1.38: the classes and
-// the consumer count side by side.
-type usageGroupJSON struct {
-	count int
-	used  map[string]int64
-}
-
-func (g usageGroupJSON) MarshalJSON() ([]byte, error) {
-	m := make(map[string]any, len(g.used)+1)
-	for class, used := range g.used {
-		m[class] = used
-	}
-	m["consumer_count"] = g.count
-	return json.Marshal(m)
 }
 
 func (s *Server) getTotalUsages(w http.ResponseWriter, r *http.Request) {
@@ -96,10 +86,31 @@ func (s *Server) getTotalUsages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var groups []state.UsageGroup
-	if !s.read(w, r, func(st *state.Store) { groups = st.ProjectUsage(project, user) }) {
+	var classes []string // every class used, in class id order
+	typeID := map[string]int{"": -1}
+	if !s.read(w, r, func(st *state.Store) {
+		groups = st.ProjectUsage(project, user)
+		seen := map[string]bool{}
+		for _, g := range groups {
+			for class := range g.Used {
+				if !seen[class] {
+					seen[class] = true
+					classes = append(classes, class)
+				}
+			}
+			if ct := st.ConsumerTypes.Get(g.Type); ct != nil {
+				typeID[g.Type] = ct.ID
+			}
+		}
+		st.SortByClassID(classes)
+	}) {
 		return
 	}
-	var usages any
+	// Upstream's rows come grouped by class (and consumer type from 1.38,
+	// an unknown type first), sorted so by its GROUP BY; its answer takes
+	// classes and types in the order of those rows, and a type's consumer
+	// count right after the type's first class.
+	usages := newDict()
 	if !byType {
 		total := map[string]int64{}
 		for _, g := range groups {
@@ -107,19 +118,28 @@ func (s *Server) getTotalUsages(w http.ResponseWriter, r *http.Request) {
 				total[class] += used
 			}
 		}
-		usages = total
+		for _, class := range classes {
+			if used, ok := total[class]; ok {
+				usages.set(class, used)
+			}
+		}
 	} else {
-		out := map[string]usageGroupJSON{}
+		type group struct {
+			typeID int
+			count  int
+			used   map[string]int64
+		}
+		byName := map[string]*group{}
 		add := func(name string, g state.UsageGroup) {
-			o := out[name]
-			if o.used == nil {
-				o.used = map[string]int64{}
+			o := byName[name]
+			if o == nil {
+				o = &group{typeID: typeID[g.Type], used: map[string]int64{}}
+				byName[name] = o
 			}
 			o.count += g.Consumers
 			for class, used := range g.Used {
 				o.used[class] += used
 			}
-			out[name] = o
 		}
 		for _, g := range groups {
 			name := g.Type
@@ -141,7 +161,24 @@ func (s *Server) getTotalUsages(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		usages = out
+		names := state.SortedKeys(byName)
+		slices.SortStableFunc(names, func(a, b string) int { return byName[a].typeID - byName[b].typeID })
+		for _, class := range classes {
+			for _, name := range names {
+				o := byName[name]
+				used, ok := o.used[class]
+				if !ok {
+					continue
+				}
+				v, ok := usages.get(name)
+				if !ok {
+					v = newDict()
+					usages.set(name, v)
+				}
+				v.(*dict).set(class, used)
+				v.(*dict).set("consumer_count", o.count)
+			}
+		}
 	}
 	usageNoCache(w, r)
 	writeJSON(w, http.StatusOK, map[string]any{"usages": usages})

@@ -476,7 +476,8 @@ func summaryOf(st *state.Store, p *state.Provider) candidates.Summary {
 			Class: class, Capacity: int64(float64(inv.Total-inv.Reserved) * inv.AllocationRatio), Used: p.Usages[class],
 		})
 	}
-	sort.Slice(s.Resources, func(i, j int) bool { return s.Resources[i].Class < s.Resources[j].Class })
+	// In class id order, as upstream's usage query gives them.
+	sort.Slice(s.Resources, func(i, j int) bool { return st.Classes.Get(s.Resources[i].Class).ID < st.Classes.Get(s.Resources[j].Class).ID })
 	for t := range p.Traits {
 		s.Traits = append(s.Traits, t)
 	}

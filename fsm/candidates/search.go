@@ -1153,7 +1153,9 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 	out := make([]Summary, len(provs))
 	for i, p := range provs {
 		sum := Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: traitsInIDOrder(s.st, p)}
-		for _, class := range inventoryClasses(p) {
+		classes := inventoryClasses(p)
+		s.st.SortByClassID(classes) // upstream's usage query gives them so
+		for _, class := range classes {
 			sum.Resources = append(sum.Resources, SummaryResource{
 				Class: class, Capacity: inventoryOf(p, class).Capacity(), Used: usageOf(p, class),
 			})

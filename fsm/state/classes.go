@@ -58,6 +58,13 @@ func (c *CreateResourceClass) Apply(s *Store, m Meta) (any, error) {
 	return CreateClassResult{Class: *rc, Created: true}, nil
 }
 
+// SortByClassID orders class names by class id: upstream's order wherever
+// its queries reach classes through their ids (inventories, usages,
+// provider summaries).
+func (s *Store) SortByClassID(classes []string) {
+	sort.SliceStable(classes, func(i, j int) bool { return s.classID(classes[i]) < s.classID(classes[j]) })
+}
+
 // ClassNotFound is upstream's NotFound for a resource class looked up by
 // name.
 func ClassNotFound(name string) *Error {

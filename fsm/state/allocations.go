@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -230,8 +229,17 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 		}
 	}
 	if len(missing) > 0 {
-		classes := SortedKeys(classSet)
-		sort.SliceStable(classes, func(i, j int) bool { return s.classID(classes[i]) < s.classID(classes[j]) })
+		// Upstream names the classes from a Python set of their ids.
+		var ids []int
+		names := map[int]string{}
+		for _, l := range list {
+			id := s.classID(l.class)
+			ids, names[id] = append(ids, id), l.class
+		}
+		var classes []string
+		for _, id := range pyIntSetOrder(ids) {
+			classes = append(classes, names[id])
+		}
 		return nil, &planFailure{failInventory, invalidInventory(strings.Join(classes, ", "), strings.Join(missing, ", "))}
 	}
 

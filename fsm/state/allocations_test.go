@@ -271,6 +271,10 @@ func TestAllocationErrorsInUpstreamOrder(t *testing.T) {
 	// rp2 has no inventory of any class asked for.
 	_, err = alApply(s, alPut(alClaim("c", "rp2", "DISK_GB", 1)))
 	alWantErr(t, err, Conflict, CodeDefault, "Unable to allocate inventory: Inventory for 'DISK_GB' on resource provider 'rp2' invalid.")
+	// Several classes are named in the order of a Python set of their
+	// ids: IPV4_ADDRESS (9) before SRIOV_NET_VF (4).
+	_, err = alApply(s, alPut(alClaim("c", "rp2", "SRIOV_NET_VF", 1, "IPV4_ADDRESS", 1)))
+	alWantErr(t, err, Conflict, CodeDefault, "Unable to allocate inventory: Inventory for 'IPV4_ADDRESS, SRIOV_NET_VF' on resource provider 'rp2' invalid.")
 	// rp1 has inventory of one class asked for, not of the other.
 	_, err = alApply(s, alPut(alClaim("c", "rp1", "VCPU", 1, "PCI_DEVICE", 1)))
 	alWantErr(t, err, Conflict, CodeDefault, "Unable to allocate inventory: Inventory for 'PCI_DEVICE' on resource provider 'rp1' invalid.")

@@ -3,7 +3,6 @@ package state
 import (
 	"slices"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -95,15 +94,16 @@ func (c *CreateProvider) Apply(s *Store, m Meta) (any, error) {
 		}
 		root = parent.RootUUID
 	}
-	var dups []string
+	// Upstream names the column of the unique constraint its database
+	// reports: the first one violated, uuid before name.
+	var dup string
 	if s.Providers.Get(c.UUID) != nil {
-		dups = append(dups, "uuid: "+c.UUID)
+		dup = "uuid: " + c.UUID
+	} else if s.ProviderByName.Has(c.Name) {
+		dup = "name: " + c.Name
 	}
-	if s.ProviderByName.Has(c.Name) {
-		dups = append(dups, "name: "+c.Name)
-	}
-	if len(dups) > 0 {
-		return nil, Conflictf(CodeDuplicateName, "Conflicting resource provider %s already exists.", strings.Join(dups, ", "))
+	if dup != "" {
+		return nil, Conflictf(CodeDuplicateName, "Conflicting resource provider %s already exists.", dup)
 	}
 	p := &Provider{
 		ID: s.NextProviderID, UUID: c.UUID, Name: c.Name,

@@ -118,7 +118,7 @@ func TestCreateProviderRejections(t *testing.T) {
 	provReject(t, s, &CreateProvider{UUID: rpB, Name: "a"}, Conflict, CodeDuplicateName,
 		"Conflicting resource provider name: a already exists.")
 	provReject(t, s, &CreateProvider{UUID: rpA, Name: "a"}, Conflict, CodeDuplicateName,
-		"Conflicting resource provider uuid: "+rpA+", name: a already exists.")
+		"Conflicting resource provider uuid: "+rpA+" already exists.")
 	provReject(t, s, &CreateProvider{UUID: rpB, Name: "b", ParentUUID: rpB}, BadRequest, CodeDefault,
 		`Unable to create resource provider "b", `+rpB+`: Object action create failed because: parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if there is no parent.`)
 	provReject(t, s, &CreateProvider{UUID: rpB, Name: "b", ParentUUID: rpC}, BadRequest, CodeDefault,

@@ -210,25 +210,33 @@ func TestHeadErrorsAreBare(t *testing.T) {
 }
 
 // PUT /resource_providers/{uuid} sends, from 1.15, the Last-Modified of
-// the provider as upstream loaded it before saving: none while it was
-// never changed since its creation (upstream's updated_at is NULL), else
-// the time of that earlier change.
+// the provider as upstream loaded it before saving: none for a provider
+// created under a parent and never changed since (upstream's updated_at is
+// NULL; a root's is set when it is created), else the time of its last
+// change.
 func TestUpdateProviderLastModified(t *testing.T) {
 	api := newTestAPI(t, Config{})
 	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.31"}
 	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
-	rp := "/resource_providers/" + rpTestA
-	r := send(t, api.URL, "PUT", rp, h, `{"name": "b"}`)
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "b", "uuid": "`+rpTestB+`", "parent_provider_uuid": "`+rpTestA+`"}`)
+	lastModified := func(r rawResp) bool {
+		lm, err := http.ParseTime(r.header.Get("Last-Modified"))
+		return err == nil && time.Since(lm) < time.Minute
+	}
+	child := "/resource_providers/" + rpTestB
+	r := send(t, api.URL, "PUT", child, h, `{"name": "b2"}`)
 	if r.status != 200 || r.header.Get("Last-Modified") != "" || r.header.Get("Cache-Control") != "no-cache" {
-		t.Errorf("first PUT: %d Last-Modified %q Cache-Control %q", r.status, r.header.Get("Last-Modified"), r.header.Get("Cache-Control"))
+		t.Errorf("first PUT of a child: %d Last-Modified %q Cache-Control %q", r.status, r.header.Get("Last-Modified"), r.header.Get("Cache-Control"))
 	}
 	// That PUT changed it: the next one reports when.
-	r = send(t, api.URL, "PUT", rp, h, `{"name": "c"}`)
-	if lm, err := http.ParseTime(r.header.Get("Last-Modified")); r.status != 200 || err != nil || time.Since(lm) > time.Minute {
-		t.Errorf("second PUT: %d Last-Modified %q", r.status, r.header.Get("Last-Modified"))
+	if r = send(t, api.URL, "PUT", child, h, `{"name": "b3"}`); r.status != 200 || !lastModified(r) {
+		t.Errorf("second PUT of a child: %d Last-Modified %q", r.status, r.header.Get("Last-Modified"))
+	}
+	if r = send(t, api.URL, "PUT", "/resource_providers/"+rpTestA, h, `{"name": "a2"}`); r.status != 200 || !lastModified(r) {
+		t.Errorf("first PUT of a root: %d Last-Modified %q", r.status, r.header.Get("Last-Modified"))
 	}
 	h["OpenStack-API-Version"] = "placement 1.14"
-	r = send(t, api.URL, "PUT", rp, h, `{"name": "d"}`)
+	r = send(t, api.URL, "PUT", child, h, `{"name": "d"}`)
 	if r.header.Get("Last-Modified") != "" || r.header.Get("Cache-Control") != "" {
 		t.Errorf("PUT at 1.14: Last-Modified %q Cache-Control %q", r.header.Get("Last-Modified"), r.header.Get("Cache-Control"))
 	}

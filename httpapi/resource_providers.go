@@ -229,10 +229,12 @@ func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	// Upstream's Last-Modified here is the updated_at of the provider it
-	// loaded before saving: none for a provider never changed since its
-	// creation (then only Cache-Control), else the previous change's time.
+	// loaded before saving, the time of its last change: none (then only
+	// Cache-Control) for a provider created under a parent and not changed
+	// since. (A root gets updated_at when it is created: upstream sets its
+	// root id with an UPDATE.)
 	if versionOf(r).AtLeast(15) {
-		if before.Updated.After(before.Created) {
+		if before.ParentUUID == "" || before.Updated.After(before.Created) {
 			setLastModified(w, r, before.Updated)
 		} else {
 			w.Header().Set("Cache-Control", "no-cache")

@@ -349,12 +349,22 @@ const badContentLengthHeader = "X-Placementd-Invalid-Content-Length"
 // content type; it also bounds body size.
 func (s *Server) checkContentHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, bad := r.Header[badContentLengthHeader]; bad {
+		if clen, bad := r.Header[badContentLengthHeader]; bad {
 			// The body that followed cannot be delimited: drop the
 			// connection after answering.
 			w.Header().Set("Connection", "close")
-			writeRaisedError(w, r, http.StatusBadRequest, "content-length header must be an integer", "")
-			return
+			// Upstream reads the (first) header with Python's int(): "-1"
+			// or " +5 " pass, and only a length above 0 needs a type.
+			n, ok := pyInt(clen[0])
+			if !ok {
+				writeRaisedError(w, r, http.StatusBadRequest, "content-length header must be an integer", "")
+				return
+			}
+			if n != "0" && !strings.HasPrefix(n, "-") && r.Header.Get("Content-Type") == "" {
+				writeRaisedError(w, r, http.StatusBadRequest, "content-type header required when content-length > 0", "")
+				return
+			}
+			r.Body, r.ContentLength = http.NoBody, 0
 		}
 		if r.ContentLength > 0 && r.Header.Get("Content-Type") == "" {
 			writeRaisedError(w, r, http.StatusBadRequest, "content-type header required when content-length > 0", "")

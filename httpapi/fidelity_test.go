@@ -373,3 +373,28 @@ func TestClassKeyedAnswersInUpstreamOrder(t *testing.T) {
 		t.Errorf("resource class: %s", body)
 	}
 }
+
+// Provider summaries come tree by tree (upstream reads them by root id),
+// then by provider creation.
+func TestProviderSummariesByTree(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	for _, body := range []string{
+		`{"name": "root1", "uuid": "` + rpTestA + `"}`,
+		`{"name": "root2", "uuid": "` + rpTestB + `"}`,
+		`{"name": "child1", "uuid": "` + rpTestC + `", "parent_provider_uuid": "` + rpTestA + `"}`,
+	} {
+		if r := send(t, api.URL, "POST", "/resource_providers", h, body); r.status != 200 {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+	}
+	for _, u := range []string{rpTestB, rpTestC} {
+		if r := send(t, api.URL, "PUT", "/resource_providers/"+u+"/inventories", h, `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}}`); r.status != 200 {
+			t.Fatalf("inventories: %d %s", r.status, r.body)
+		}
+	}
+	r := send(t, api.URL, "GET", "/allocation_candidates?resources=VCPU:1", h, "")
+	if !inOrder(r.body, `"provider_summaries": {"`+rpTestA, `"`+rpTestC+`": {`, `"`+rpTestB+`": {`) {
+		t.Errorf("summaries not tree by tree: %s", r.body)
+	}
+}

@@ -1149,12 +1149,19 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 		}
 	}
 	s.tick(len(provs))
-	sortByID(provs)
+	// Upstream reads the trees' providers by root id (its index), then
+	// provider id.
+	sort.Slice(provs, func(i, j int) bool {
+		ri, rj := providerByUUID(s.st, provs[i].RootUUID).ID, providerByUUID(s.st, provs[j].RootUUID).ID
+		if ri != rj {
+			return ri < rj
+		}
+		return provs[i].ID < provs[j].ID
+	})
 	out := make([]Summary, len(provs))
 	for i, p := range provs {
 		sum := Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: traitsInIDOrder(s.st, p)}
-		classes := inventoryClasses(p)
-		s.st.SortByClassID(classes) // upstream's usage query gives them so
+		classes := inventoryClassesByID(s.st, p) // upstream's usage query gives them so
 		for _, class := range classes {
 			sum.Resources = append(sum.Resources, SummaryResource{
 				Class: class, Capacity: inventoryOf(p, class).Capacity(), Used: usageOf(p, class),

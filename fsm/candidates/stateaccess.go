@@ -105,6 +105,13 @@ func usageOf(p *state.Provider, class string) int64 { return p.Usages[class] }
 // inventoryClasses lists the classes p has inventory of, by name.
 func inventoryClasses(p *state.Provider) []string { return state.SortedKeys(p.Inventories) }
 
+// inventoryClassesByID lists the classes p has inventory of, by class id.
+func inventoryClassesByID(st *state.Store, p *state.Provider) []string {
+	classes := inventoryClasses(p)
+	st.SortByClassID(classes)
+	return classes
+}
+
 // hasAllTraits reports whether p has a trait of every OR-group; hasAnyTrait
 // whether it has one of traits. The aggregate forms are the same over p's
 // aggregates.

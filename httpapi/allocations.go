@@ -184,7 +184,8 @@ func allocationsDict(raw json.RawMessage) ([]state.AllocationRequest, error) {
 	}
 	var out []state.AllocationRequest
 	for _, rp := range objectKeys(raw) {
-		reqs, err := resourcesOf(canonicalUUID(rp), byProvider[rp].Resources)
+		// Providers are looked up as spelt, as upstream's get_by_uuid.
+		reqs, err := resourcesOf(rp, byProvider[rp].Resources)
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +218,7 @@ func allocationsList(raw json.RawMessage) ([]state.AllocationRequest, error) {
 	}
 	var out []state.AllocationRequest
 	for _, rp := range order {
-		reqs, err := resourcesOf(canonicalUUID(rp), last[rp])
+		reqs, err := resourcesOf(rp, last[rp])
 		if err != nil {
 			return nil, err
 		}
@@ -263,8 +264,8 @@ func (s *Server) consumerAllocations(r *http.Request, consumer string, b *consum
 }
 
 // consumersOf reads POST /allocations' (and the reshaper's) validated
-// consumers, in document order. Consumer uuids are canonicalised; two
-// spellings of one consumer are refused, as they would name it twice.
+// consumers, in document order, each named as spelt (upstream does not
+// canonicalise these).
 func (s *Server) consumersOf(w http.ResponseWriter, r *http.Request, raw json.RawMessage) ([]state.ConsumerAllocations, bool) {
 	var bodies map[string]consumerBody
 	if err := json.Unmarshal(raw, &bodies); err != nil {
@@ -272,16 +273,9 @@ func (s *Server) consumersOf(w http.ResponseWriter, r *http.Request, raw json.Ra
 		return nil, false
 	}
 	out := []state.ConsumerAllocations{}
-	seen := map[string]bool{}
 	for _, key := range objectKeys(raw) {
 		b := bodies[key]
-		uuid := canonicalUUID(key)
-		if seen[uuid] {
-			writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Consumer %s given more than once", uuid), "")
-			return nil, false
-		}
-		seen[uuid] = true
-		ca, err := s.consumerAllocations(r, uuid, &b, false)
+		ca, err := s.consumerAllocations(r, key, &b, false)
 		if err != nil {
 			writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 			return nil, false
@@ -294,11 +288,10 @@ func (s *Server) consumersOf(w http.ResponseWriter, r *http.Request, raw json.Ra
 // isUUIDLike is oslo's uuidutils.is_uuid_like.
 func isUUIDLike(s string) bool { return schema.UUIDLikeHex(s) != "" }
 
-// pathConsumer is the consumer named by the path, canonicalised when it
-// is a uuid (clients send them with and without dashes).
-func pathConsumer(r *http.Request) string {
-	return canonicalUUID(mux.Vars(r)["consumer_uuid"])
-}
+// pathConsumer is the consumer named by the path, as given: upstream
+// canonicalises it only to write allocations (PUT), so GET and DELETE
+// with another spelling of a uuid find nothing.
+func pathConsumer(r *http.Request) string { return mux.Vars(r)["consumer_uuid"] }
 
 func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, "placement:allocations:update", nil) {

@@ -398,3 +398,34 @@ func TestProviderSummariesByTree(t *testing.T) {
 		t.Errorf("summaries not tree by tree: %s", r.body)
 	}
 }
+
+// Upstream looks providers and consumers up as they are spelt, except the
+// consumer of PUT /allocations/{uuid}, which it canonicalises: a provider
+// uuid without dashes in an allocation names no provider, and GET or
+// DELETE /allocations with another spelling of the consumer find nothing.
+func TestUUIDSpellings(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.11"}
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
+	send(t, api.URL, "PUT", "/resource_providers/"+rpTestA+"/inventories", h, `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}}`)
+	dashless := strings.ReplaceAll(rpTestA, "-", "")
+	const consumer = "dddddddd-0000-4000-8000-000000000004"
+	r := send(t, api.URL, "PUT", "/allocations/"+consumer, h, `{"allocations": [{"resource_provider": {"uuid": "`+dashless+`"}, "resources": {"VCPU": 1}}], "project_id": "p", "user_id": "u"}`)
+	if detail, _ := r.firstError(t)["detail"].(string); r.status != 400 || !strings.Contains(detail, "Allocation for resource provider '"+dashless+"' that does not exist.") {
+		t.Errorf("dashless provider: %d %s", r.status, r.body)
+	}
+	// The consumer of a PUT is canonicalised.
+	r = send(t, api.URL, "PUT", "/allocations/"+strings.ReplaceAll(consumer, "-", ""), h, `{"allocations": [{"resource_provider": {"uuid": "`+rpTestA+`"}, "resources": {"VCPU": 1}}], "project_id": "p", "user_id": "u"}`)
+	if r.status != 204 {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+	if r = send(t, api.URL, "GET", "/allocations/"+consumer, h, ""); !strings.Contains(r.body, rpTestA) {
+		t.Errorf("GET: %s", r.body)
+	}
+	if r = send(t, api.URL, "GET", "/allocations/"+strings.ToUpper(consumer), h, ""); r.body != `{"allocations": {}}` {
+		t.Errorf("GET in capitals: %s", r.body)
+	}
+	if r = send(t, api.URL, "DELETE", "/allocations/"+strings.ReplaceAll(consumer, "-", ""), h, ""); r.status != 404 {
+		t.Errorf("DELETE without dashes: %d %s", r.status, r.body)
+	}
+}

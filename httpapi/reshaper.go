@@ -73,15 +73,9 @@ func (s *Server) reshape(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd := &state.Reshape{WriteOrder: true}
-	seen := map[string]bool{}
 	for _, key := range objectKeys(body.Inventories) {
-		entry := byProvider[key]
-		uuid := canonicalUUID(key)
-		if seen[uuid] {
-			writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Resource provider %s given more than once in inventories", uuid), "")
-			return
-		}
-		seen[uuid] = true
+		// Providers are looked up as spelt, as upstream's get_by_uuid.
+		entry, uuid := byProvider[key], key
 		var records map[string]map[string]json.RawMessage
 		if err := json.Unmarshal(entry.Inventories, &records); err != nil {
 			writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")

@@ -429,3 +429,25 @@ func TestUUIDSpellings(t *testing.T) {
 		t.Errorf("DELETE without dashes: %d %s", r.status, r.body)
 	}
 }
+
+// Trait lists come in upstream's trait id order (standard traits, then
+// custom ones in creation order), but by name where upstream's query
+// filters on names: the answer of PUT .../traits and GET /traits?name=in:.
+func TestTraitListOrder(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	send(t, api.URL, "PUT", "/traits/CUSTOM_ZZ", h, "")
+	send(t, api.URL, "PUT", "/traits/CUSTOM_AA", h, "")
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
+	rp := "/resource_providers/" + rpTestA + "/traits"
+	for _, c := range []struct{ method, path, body, want string }{
+		{"PUT", rp, `{"traits": ["CUSTOM_ZZ", "HW_CPU_X86_AVX", "CUSTOM_AA"], "resource_provider_generation": 0}`, `{"traits": ["CUSTOM_AA", "CUSTOM_ZZ", "HW_CPU_X86_AVX"], `},
+		{"GET", rp, "", `{"traits": ["HW_CPU_X86_AVX", "CUSTOM_ZZ", "CUSTOM_AA"], `},
+		{"GET", "/traits?name=startswith:CUSTOM", "", `{"traits": ["CUSTOM_ZZ", "CUSTOM_AA"]}`},
+		{"GET", "/traits?name=in:CUSTOM_ZZ,CUSTOM_AA", "", `{"traits": ["CUSTOM_AA", "CUSTOM_ZZ"]}`},
+	} {
+		if r := send(t, api.URL, c.method, c.path, h, c.body); !strings.HasPrefix(r.body, c.want) {
+			t.Errorf("%s %s: %d %s, want %s...", c.method, c.path, r.status, r.body, c.want)
+		}
+	}
+}

@@ -116,7 +116,14 @@ func (s *Server) listTraits(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var traits []state.Trait
-	if !s.read(w, r, func(st *state.Store) { traits = st.ListTraits(f) }) {
+	if !s.read(w, r, func(st *state.Store) {
+		traits = st.ListTraits(f)
+		// Upstream's query gives trait id order, but by name when it
+		// filters on names (their index).
+		if f.NameIn == nil {
+			st.SortTraitsInIDOrder(traits)
+		}
+	}) {
 		return
 	}
 	setLastModified(w, r, traitsModified(traits))
@@ -198,6 +205,7 @@ func (s *Server) listProviderTraits(w http.ResponseWriter, r *http.Request) {
 		if p := st.Providers.Get(uuid); p != nil {
 			found = true
 			res = state.ProviderTraitsResult{Generation: p.Generation, Traits: st.ProviderTraits(p)}
+			st.SortTraitsInIDOrder(res.Traits) // upstream's (provider, trait id) index
 		}
 	}) {
 		return

@@ -2,6 +2,7 @@ package state
 
 import (
 	"iter"
+	"sort"
 	"sync/atomic"
 
 	"github.com/benbjohnson/immutable"
@@ -96,26 +97,36 @@ func (s *Store) TraitsInIDOrder(p *Provider) []string {
 	for t := range p.Traits {
 		out = append(out, t)
 	}
-	less := func(a, b string) bool {
-		ra, sa := standardTraitRank[a]
-		rb, sb := standardTraitRank[b]
-		switch {
-		case sa && sb:
-			return ra < rb
-		case sa != sb:
-			return sa
-		}
-		ta, tb := s.Traits.Get(a), s.Traits.Get(b)
-		if ta != nil && tb != nil && !ta.Created.Equal(tb.Created) {
-			return ta.Created.Before(tb.Created)
-		}
-		return a < b
-	}
 	// Providers have few traits: insertion sort keeps this allocation-free.
 	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && less(out[j], out[j-1]); j-- {
+		for j := i; j > 0 && s.traitIDLess(out[j], out[j-1]); j-- {
 			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}
 	return out
+}
+
+// SortTraitsInIDOrder puts traits in upstream's trait id order (see
+// TraitsInIDOrder).
+func (s *Store) SortTraitsInIDOrder(ts []Trait) {
+	sort.SliceStable(ts, func(i, j int) bool { return s.traitIDLess(ts[i].Name, ts[j].Name) })
+}
+
+// traitIDLess orders trait names as upstream's trait ids: standard traits
+// first (its are in a random order; here in file order), then custom
+// traits in creation order.
+func (s *Store) traitIDLess(a, b string) bool {
+	ra, sa := standardTraitRank[a]
+	rb, sb := standardTraitRank[b]
+	switch {
+	case sa && sb:
+		return ra < rb
+	case sa != sb:
+		return sa
+	}
+	ta, tb := s.Traits.Get(a), s.Traits.Get(b)
+	if ta != nil && tb != nil && !ta.Created.Equal(tb.Created) {
+		return ta.Created.Before(tb.Created)
+	}
+	return a < b
 }

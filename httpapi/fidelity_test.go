@@ -451,3 +451,20 @@ func TestTraitListOrder(t *testing.T) {
 		}
 	}
 }
+
+// A WSGI server hands upstream's handlers the path decoded as Latin-1: a
+// non-ASCII path name shows in messages one character per UTF-8 byte.
+func TestPathVariablesAsWSGISeesThem(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
+	for path, want := range map[string]string{
+		"/resource_classes/CUSTOM_%C3%89":      `No such resource class CUSTOM_\u00c3\u0089.`,
+		"/traits/CUSTOM_%C3%89":                `No such trait(s): CUSTOM_\u00c3\u0089.`,
+		"/resource_providers/%C3%89":           `No resource provider with uuid \u00c3\u0089 found`,
+		"/resource_providers/%E2%98%83/traits": `No resource provider with uuid \u00e2\u0098\u0083 found`,
+	} {
+		if r := send(t, api.URL, "GET", path, h, ""); r.status != 404 || !strings.Contains(r.body, want) {
+			t.Errorf("GET %s: %d %s, want %s", path, r.status, r.body, want)
+		}
+	}
+}

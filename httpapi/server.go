@@ -173,6 +173,7 @@ func methodDispatch(methods []methodHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, m := range methods {
 			if m.method == r.Method {
+				r = mux.SetURLVars(r, wsgiPathVars(mux.Vars(r)))
 				for _, g := range m.gates {
 					if !g(w, r) {
 						return
@@ -185,6 +186,19 @@ func methodDispatch(methods []methodHandler) http.Handler {
 		w.Header().Set("Allow", allow)
 		writeError(w, r, http.StatusMethodNotAllowed, "The method specified is not allowed for this resource.", "")
 	})
+}
+
+// wsgiPathVars gives path variables as upstream's handlers see them: a
+// WSGI server decodes the (percent-decoded) path as Latin-1, so a
+// non-ASCII name reaches them, and their messages, one character per
+// byte of its UTF-8 ("%C3%89" is "Ã\x89", not "É"). Names and uuids that
+// can exist are ASCII, which this leaves alone.
+func wsgiPathVars(vars map[string]string) map[string]string {
+	out := make(map[string]string, len(vars))
+	for k, v := range vars {
+		out[k] = latin1(v)
+	}
+	return out
 }
 
 // reqInfo is what the outer middleware learns about a request and the

@@ -230,6 +230,10 @@ func (g *gen) req(method, path string, min int) *Request {
 		}
 		q.Headers = append(q.Headers, [2]string{"OpenStack-API-Version", fmt.Sprintf("placement 1.%d", g.version)})
 	}
+	if g.chance(0.02) {
+		// A second version header: microversion_parse reads them joined.
+		q.Headers = append(q.Headers, [2]string{"OpenStack-API-Version", pick(g, "placement 1.5", "compute 2.1", "placement latest")})
+	}
 	if g.chance(0.12) {
 		q.Headers = append(q.Headers, [2]string{"Accept", pick(g, "application/json", "*/*", "text/html", "text/plain",
 			"application/json;q=0.5, text/html", "text/html;q=0.9, application/json;q=0.1", "application/*",
@@ -288,7 +292,14 @@ func (g *gen) createProvider() *Request {
 		body.set("name", pick(g, "", strings.Repeat("n", 201), g.uuid()))
 	}
 	if g.chance(0.7) {
-		body.set("uuid", pick(g, g.fixed...))
+		u := pick(g, g.fixed...)
+		switch k := g.r.IntN(20); {
+		case k == 0:
+			u = strings.ToUpper(u)
+		case k == 1:
+			u = strings.ReplaceAll(u, "-", "")
+		}
+		body.set("uuid", u)
 	} else {
 		q.Creates = fmt.Sprintf("gen:%d", g.step)
 		g.created = append(g.created, q.Creates)
@@ -351,6 +362,14 @@ func (g *gen) listProviders() *Request {
 			qs = append(qs, [2]string{"required", g.requiredQuery()})
 		case 6:
 			qs = append(qs, [2]string{pick(g, "bogus", "limit", "resources1"), "1"})
+		case 7:
+			// Repeated: AND from 1.24 (member_of), 1.39 (required).
+			k := pick(g, "member_of", "required")
+			v1, v2 := g.memberOf(), g.memberOf()
+			if k == "required" {
+				v1, v2 = g.requiredQuery(), g.requiredQuery()
+			}
+			qs = append(qs, [2]string{k, v1}, [2]string{k, v2})
 		default:
 			qs = append(qs, [2]string{"name", pick(g, rpNames...)})
 		}
@@ -670,6 +689,9 @@ func (g *gen) candidates() *Request {
 	}
 	if g.chance(0.3) {
 		qs = append(qs, [2]string{"required", g.requiredQuery()})
+		if g.chance(0.2) {
+			qs = append(qs, [2]string{"required", g.requiredQuery()})
+		}
 	}
 	if g.chance(0.2) {
 		qs = append(qs, [2]string{"member_of", g.memberOf()})
@@ -735,7 +757,9 @@ func (g *gen) root() *Request {
 func (g *gen) noise() *Request {
 	switch g.r.IntN(6) {
 	case 0:
-		return g.req(pick(g, "GET", "POST"), pick(g, "/nope", "/resource_providers/", "//", "/resource_providers/"+g.fixed[0]+"/nope",
+		// No path starting "//": the reference server (Python's http.server)
+		// reduces it to "/", where a production server would not.
+		return g.req(pick(g, "GET", "POST"), pick(g, "/nope", "/resource_providers/", "/resource_providers//", "/resource_providers/"+g.fixed[0]+"/nope",
 			"/placement", "/traits/", "/allocations/", "/resource_classes/"), 0)
 	case 1:
 		return g.req(pick(g, "PATCH", "HEAD", "OPTIONS", "POST", "DELETE"), pick(g, "/resource_providers/"+g.fixed[0],

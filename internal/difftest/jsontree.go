@@ -229,6 +229,15 @@ func diff(path string, a, b *jnode, unordered func(path string) bool) string {
 	if where == "" {
 		where = "(top)"
 	}
+	if a.kind == '"' && b.kind == '"' && a.text != b.text && len(a.text)+len(b.text) > 600 {
+		i := 0
+		for i < len(a.text) && i < len(b.text) && a.text[i] == b.text[i] {
+			i++
+		}
+		from := max(0, i-150)
+		return fmt.Sprintf("%s: differs at byte %d: upstream ...%q, placementd ...%q", where, i,
+			truncate(a.text[from:], 300), truncate(b.text[from:], 300))
+	}
 	if a.kind != b.kind || (a.kind != '{' && a.kind != '[' && a.text != b.text) {
 		return fmt.Sprintf("%s: upstream %s, placementd %s", where, truncate(a.String(), 300), truncate(b.String(), 300))
 	}

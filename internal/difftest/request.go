@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -115,6 +116,8 @@ type session struct {
 	named map[string]bool
 	// newerTraits are the standard traits only this target knows.
 	newerTraits map[string]bool
+	// leaks counts the records forgetLeaks removed.
+	leaks int
 }
 
 var placeholderRE = regexp.MustCompile(`\{\{(gen|rpgen|cgen):([^}]*)\}\}`)
@@ -192,6 +195,73 @@ func (se *session) consumerGeneration(uuid string) (string, error) {
 	return c.ConsumerGeneration.String(), nil
 }
 
+// upstreamState is what /__difftest/state of upstream.py lists.
+type upstreamState struct {
+	Consumers     []string `json:"consumers"`
+	ConsumerTypes []string `json:"consumer_types"`
+}
+
+func (se *session) upstreamState() (*upstreamState, error) {
+	resp, err := send(se.target.Addr, "GET", "/__difftest/state", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var st upstreamState
+	if err := json.Unmarshal(resp.Body, &st); err != nil {
+		return nil, fmt.Errorf("upstream state: %v: %s", err, resp.Body)
+	}
+	return &st, nil
+}
+
+// isAllocationWrite reports whether req may create consumers.
+func isAllocationWrite(req *Request) bool {
+	route := routeOf(req.Path)
+	return req.Method == "PUT" && route == "/allocations/{consumer_uuid}" ||
+		req.Method == "POST" && (route == "/allocations" || route == "/reshaper")
+}
+
+// forgetLeaks undoes what upstream keeps of an allocation write it
+// refused: the consumers and consumer types it created before a later
+// check failed (placementd changes nothing on a refused request). It
+// returns how many it removed.
+func (se *session) forgetLeaks(before *upstreamState) (int, error) {
+	after, err := se.upstreamState()
+	if err != nil {
+		return 0, err
+	}
+	q := url.Values{}
+	for _, c := range newNames(before.Consumers, after.Consumers) {
+		q.Add("consumer", c)
+	}
+	for _, t := range newNames(before.ConsumerTypes, after.ConsumerTypes) {
+		q.Add("type", t)
+	}
+	if len(q) == 0 {
+		return 0, nil
+	}
+	resp, err := send(se.target.Addr, "POST", "/__difftest/forget?"+q.Encode(), nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	var out struct{ Deleted int }
+	json.Unmarshal(resp.Body, &out)
+	return out.Deleted, nil
+}
+
+func newNames(before, after []string) []string {
+	had := map[string]bool{}
+	for _, n := range before {
+		had[n] = true
+	}
+	var out []string
+	for _, n := range after {
+		if !had[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // do sends one step to the target: placeholders filled in, then the
 // uuid of a provider the step creates learned from the answer.
 func (se *session) do(req *Request) (*Response, error) {
@@ -210,9 +280,22 @@ func (se *session) do(req *Request) (*Response, error) {
 	for _, u := range uuidRE.FindAllString(path+string(body), -1) {
 		se.named[strings.ToLower(u)] = true
 	}
+	var before *upstreamState
+	if se.target.Name == "upstream" && isAllocationWrite(req) {
+		if before, err = se.upstreamState(); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := send(se.target.Addr, req.Method, path, req.Headers, body)
 	if err != nil {
 		return nil, err
+	}
+	if before != nil && resp.Status >= 400 {
+		n, err := se.forgetLeaks(before)
+		if err != nil {
+			return nil, err
+		}
+		se.leaks += n
 	}
 	if req.Creates != "" && (resp.Status == http.StatusCreated || resp.Status == http.StatusOK) {
 		if loc := resp.Header.Get("Location"); loc != "" {

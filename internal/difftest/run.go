@@ -23,13 +23,22 @@ type Runner struct {
 	Log io.Writer
 }
 
-// NewRunner starts upstream's forking process.
+// NewRunner starts upstream's forking process. It runs a copy of bin, so
+// that a rebuild meanwhile does not change the placementd under test.
 func NewRunner(bin, work string) (*Runner, error) {
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	copied := filepath.Join(work, "placementd")
+	if err := os.WriteFile(copied, data, 0o755); err != nil {
+		return nil, err
+	}
 	u, err := StartUpstream(work)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{Bin: bin, Work: work, upstream: u}, nil
+	return &Runner{Bin: copied, Work: work, upstream: u}, nil
 }
 
 // Close stops every server.
@@ -125,6 +134,9 @@ func (p *pair) stop() {
 // Result is what one replay of a sequence found.
 type Result struct {
 	Divergences []*Divergence
+	// UpstreamLeaks counts the consumers and consumer types upstream kept
+	// from allocation writes it refused, which the test removed.
+	UpstreamLeaks int
 	// UpstreamStatus is upstream's status for each step (0 if not sent).
 	UpstreamStatus []int
 }
@@ -151,6 +163,7 @@ func (r *Runner) Replay(reqs []*Request, stopAtFirst bool) (*Result, error) {
 				i, req.Method, req.Path, upErr, pdErr, p.up.target.LogTail(3000), p.pd.target.LogTail(3000))
 		}
 		res.UpstreamStatus[i] = up.Status
+		res.UpstreamLeaks = p.up.leaks
 		if d := compare(req, up, pd, p.up, p.pd); d != nil {
 			d.Step = i
 			res.Divergences = append(res.Divergences, d)
@@ -228,10 +241,25 @@ func (r *Runner) Report(w io.Writer, seed int64, steps int, maxShrink int, shrin
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(w, "seed %d: %d steps in %s, %d divergent\n", seed, len(reqs), time.Since(start).Round(time.Millisecond), len(res.Divergences))
+	var divergent, deliberate []*Divergence
+	for _, d := range res.Divergences {
+		if d.Deliberate {
+			deliberate = append(deliberate, d)
+		} else {
+			divergent = append(divergent, d)
+		}
+	}
+	fmt.Fprintf(w, "seed %d: %d steps in %s, %d divergent, %d deliberate differences (docs/api-compat.md)\n",
+		seed, len(reqs), time.Since(start).Round(time.Millisecond), len(divergent), len(deliberate))
+	if res.UpstreamLeaks > 0 {
+		fmt.Fprintf(w, "  deliberate: %d consumers or consumer types that upstream kept from refused allocation writes, removed\n", res.UpstreamLeaks)
+	}
+	for _, d := range deliberate {
+		fmt.Fprintf(w, "  deliberate, step %d: %s: %s\n", d.Step, d.Signature(), truncate(d.Detail, 300))
+	}
 	groups := map[string][]*Divergence{}
 	var sigs []string
-	for _, d := range res.Divergences {
+	for _, d := range divergent {
 		s := d.Signature()
 		if groups[s] == nil {
 			sigs = append(sigs, s)
@@ -247,11 +275,11 @@ func (r *Runner) Report(w io.Writer, seed int64, steps int, maxShrink int, shrin
 		}
 		short, err := r.Shrink(reqs, res, ds[0], shrinkBudget)
 		if err != nil {
-			return len(res.Divergences), err
+			return len(divergent), err
 		}
 		last, err := r.Replay(short, false)
 		if err != nil {
-			return len(res.Divergences), err
+			return len(divergent), err
 		}
 		fmt.Fprintf(w, "minimal reproduction (%d requests, then compare the last answer; {{...}} placeholders are each target's own values, see request.go):\n", len(short))
 		for j, q := range short {
@@ -264,7 +292,7 @@ func (r *Runner) Report(w io.Writer, seed int64, steps int, maxShrink int, shrin
 			}
 		}
 	}
-	return len(res.Divergences), nil
+	return len(divergent), nil
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }

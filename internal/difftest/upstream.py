@@ -6,10 +6,13 @@
 # imports is what makes a fresh upstream cost well under a second, which
 # shrinking a failing sequence needs.
 import ctypes
+import json
 import os
 import shutil
 import signal
+import sqlite3
 import sys
+import urllib.parse
 import wsgiref.simple_server as ws
 
 # The imports a request needs, done once before any fork.
@@ -41,6 +44,44 @@ class Handler(ws.WSGIRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def with_harness(app, db):
+    """Serves /__difftest/ beside the API, for the test alone: GET state
+    lists the consumers and consumer types; POST forget?consumer=..&type=..
+    deletes the given ones that nothing refers to. Upstream keeps the
+    consumer (and consumer type) an allocation write created when a later
+    check fails it; the test removes them (docs/api-compat.md)."""
+    def wrapped(environ, start_response):
+        path = environ.get('PATH_INFO', '')
+        if not path.startswith('/__difftest/'):
+            return app(environ, start_response)
+        qs = urllib.parse.parse_qs(environ.get('QUERY_STRING', ''))
+        con = sqlite3.connect(db)
+        try:
+            if path == '/__difftest/state':
+                body = {
+                    'consumers': [r[0] for r in con.execute('SELECT uuid FROM consumers')],
+                    'consumer_types': [r[0] for r in con.execute('SELECT name FROM consumer_types')],
+                }
+            else:
+                n = 0
+                for u in qs.get('consumer', []):
+                    n += con.execute(
+                        'DELETE FROM consumers WHERE uuid = ? AND NOT EXISTS '
+                        '(SELECT 1 FROM allocations WHERE consumer_id = ?)', (u, u)).rowcount
+                for t in qs.get('type', []):
+                    n += con.execute(
+                        'DELETE FROM consumer_types WHERE name = ? AND id NOT IN '
+                        '(SELECT consumer_type_id FROM consumers WHERE consumer_type_id IS NOT NULL)',
+                        (t,)).rowcount
+                con.commit()
+                body = {'deleted': n}
+        finally:
+            con.close()
+        start_response('200 OK', [('Content-Type', 'application/json')])
+        return [json.dumps(body).encode()]
+    return wrapped
 
 
 def app_in(d, db, sync):
@@ -78,7 +119,7 @@ def main():
                 out = os.fdopen(os.dup(1), 'w')
                 db = os.path.join(d, 'placement.db')
                 shutil.copyfile(template, db)
-                app = app_in(d, db, 'false')
+                app = with_harness(app_in(d, db, 'false'), db)
                 srv = ws.make_server('127.0.0.1', 0, app, handler_class=Handler)
                 print('ready %d %d' % (os.getpid(), srv.server_port), file=out, flush=True)
                 srv.serve_forever()

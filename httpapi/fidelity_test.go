@@ -468,3 +468,21 @@ func TestPathVariablesAsWSGISeesThem(t *testing.T) {
 		}
 	}
 }
+
+// An allocation request lists the unsuffixed group's classes in query
+// order while the deployment has neither trees nor sharing providers
+// (upstream's one-provider path), by class id once it has.
+func TestCandidateResourceOrder(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
+	send(t, api.URL, "PUT", "/resource_providers/"+rpTestA+"/inventories", h, `{"resource_provider_generation": 0, "inventories": {"SRIOV_NET_VF": {"total": 8}, "IPV4_ADDRESS": {"total": 8}}}`)
+	query := "/allocation_candidates?resources=IPV4_ADDRESS:1,SRIOV_NET_VF:1"
+	if r := send(t, api.URL, "GET", query, h, ""); !strings.Contains(r.body, `{"resources": {"IPV4_ADDRESS": 1, "SRIOV_NET_VF": 1}}`) {
+		t.Errorf("without trees: %s", r.body)
+	}
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "b", "uuid": "`+rpTestB+`", "parent_provider_uuid": "`+rpTestA+`"}`)
+	if r := send(t, api.URL, "GET", query, h, ""); !strings.Contains(r.body, `{"resources": {"SRIOV_NET_VF": 1, "IPV4_ADDRESS": 1}}`) {
+		t.Errorf("with a tree: %s", r.body)
+	}
+}

@@ -21,7 +21,9 @@ type group struct {
 	granular bool
 	// classes are the group's resources in the order its allocation
 	// requests list them: query order for a granular group, class id order
-	// for the unsuffixed one (upstream sorts its product by class id).
+	// for the unsuffixed one (upstream sorts its product by class id)
+	// unless the deployment has neither trees nor sharing providers (then
+	// upstream takes its one-provider path, in query order).
 	classes []state.ResourceAmount
 	// inTreeRoot is the root of InTree's tree when it restricts the
 	// group (only groups with resources: upstream ignores in_tree in a
@@ -111,7 +113,7 @@ func newSearch(ctx context.Context, st *state.Store, req *Request, opt Options) 
 		g := &group{Group: &req.Groups[i], idx: i, granular: req.Groups[i].Suffix != ""}
 		bySuffix[g.Suffix] = i
 		g.classes = append([]state.ResourceAmount(nil), g.Resources...)
-		if !g.granular {
+		if !g.granular && (s.hasTrees || countWithTrait(st, state.SharingTrait) > 0) {
 			sort.SliceStable(g.classes, func(a, b int) bool {
 				return classID(st, g.classes[a].Class) < classID(st, g.classes[b].Class)
 			})

@@ -58,8 +58,9 @@ var unorderedPaths = map[string][]string{
 	// A provider's aggregates come from a query over a Python set.
 	"GET /resource_providers/{uuid}/aggregates": {"aggregates"},
 	// Allocation requests come out of a Python set of objects whose
-	// hashes include strings: their order changes with the hash seed.
-	"GET /allocation_candidates": {"allocation_requests"},
+	// hashes include strings, and their mappings' providers out of Python
+	// sets of uuids: their order changes with the hash seed.
+	"GET /allocation_candidates": {"allocation_requests", "allocation_requests.*.mappings.*"},
 }
 
 // pySetMessages are error messages that list the members of a Python set
@@ -67,6 +68,7 @@ var unorderedPaths = map[string][]string{
 // (the first group) is compared sorted.
 var pySetMessages = []*regexp.Regexp{
 	regexp.MustCompile(`on resource provider '([^']*)' invalid`),
+	regexp.MustCompile(`No such trait ([A-Za-z0-9_]+(?:, [A-Za-z0-9_]+)+)`),
 }
 
 // sortSetMessages sorts the set members of pySetMessages in s.

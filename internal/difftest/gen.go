@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -251,11 +252,11 @@ func (g *gen) withBody(q *Request, v any) *Request {
 	switch k := g.r.IntN(100); {
 	case k < 10:
 		q.Note = "mutated: " + mutate(g.r, &v)
-		q.Body = []byte(encode(v))
+		q.Body = []byte(g.fixGenRefs(encode(v)))
 	case k < 15:
 		var what string
 		s, what := malform(g.r, encode(v))
-		q.Body, q.Note = []byte(s), "malformed: "+what
+		q.Body, q.Note = []byte(g.fixGenRefs(s)), "malformed: "+what
 	default:
 		q.Body = []byte(encode(v))
 	}
@@ -269,6 +270,16 @@ func (g *gen) withBody(q *Request, v any) *Request {
 		q.Headers = append(q.Headers, [2]string{"Content-Type", "application/json"})
 	}
 	return q
+}
+
+var genRefRE = regexp.MustCompile(`\{\{gen:\d+\}\}`)
+
+// fixGenRefs names fixed providers instead of generated ones in a body
+// that is likely refused: its error may show the body's objects as Python
+// prints them, keys sorted, and two targets' generated uuids sort
+// differently.
+func (g *gen) fixGenRefs(body string) string {
+	return genRefRE.ReplaceAllStringFunc(body, func(string) string { return g.fixed[g.r.IntN(len(g.fixed))] })
 }
 
 // query builds a query string from pairs (values escaped).

@@ -78,7 +78,9 @@ func StartUpstream(dir string) (*Upstream, error) {
 		return nil, err
 	}
 	cmd := exec.Command("/usr/bin/python3", script, tmpl)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group (stopped as one), and killed if this process
+	// dies without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -185,7 +187,9 @@ func StartPlacementd(bin, dir string) (*Target, error) {
 		"--data-dir", filepath.Join(dir, "data"), "--policy-enforce-new-defaults=false",
 		"--policy-enforce-scope=false", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group (stopped as one), and killed if this process
+	// dies without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, err

@@ -101,6 +101,17 @@ func (g *gen) rp() (text, ref string) {
 
 func (g *gen) rpText() string { t, _ := g.rp(); return t }
 
+// rpKey is a provider to key a body object with: never a generated one,
+// since an error may print the object as Python does, keys sorted, and
+// the targets' generated uuids sort differently.
+func (g *gen) rpKey() (text, ref string) {
+	for {
+		if t, ref := g.rp(); !strings.HasPrefix(t, "{{") {
+			return t, ref
+		}
+	}
+}
+
 func (g *gen) class() string {
 	if g.chance(0.04) {
 		return pick(g, badClass...)
@@ -606,7 +617,7 @@ func (g *gen) allocations() any {
 		for j, m := 0, 1+g.r.IntN(2); j < m; j++ {
 			res.set(g.class(), g.amount())
 		}
-		rp := g.rpText()
+		rp, _ := g.rpKey()
 		if asList {
 			list = append(list, o("resource_provider", o("uuid", rp), "resources", res))
 		} else {
@@ -740,7 +751,7 @@ func (g *gen) reshape() *Request {
 	q := g.req("POST", "/reshaper", 30)
 	invs := o()
 	for i, n := 0, 1+g.r.IntN(2); i < n; i++ {
-		t, ref := g.rp()
+		t, ref := g.rpKey()
 		pinv := o()
 		for j, m := 0, g.r.IntN(3); j < m; j++ {
 			pinv.set(g.class(), g.inventory(false))

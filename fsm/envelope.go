@@ -16,10 +16,11 @@ import (
 
 // EntryVersion is the newest log entry envelope this build writes. Decode
 // accepts every version up to it. Version 2 added the batch entry; version
-// 3 the allocation writes that keep their request's order
-// (state.SetAllocations and state.Reshape with WriteOrder), which an older
-// build would apply sorted. Every other command is still written as
-// version 1 (entryVersion), so that older builds read it.
+// 3 the commands an older build would apply otherwise: allocation writes
+// that keep their request's order (state.SetAllocations and state.Reshape
+// with WriteOrder) and resource classes numbered as upstream numbers them
+// (state.CreateResourceClass with MaxPlusOne). Every other command is
+// still written as version 1 (entryVersion), so that older builds read it.
 const EntryVersion = 3
 
 // batchKind marks an entry whose payload is a list of whole
@@ -59,6 +60,10 @@ func entryVersion(cmd state.Command) int {
 		}
 	case *state.Reshape:
 		if c.WriteOrder {
+			return 3
+		}
+	case *state.CreateResourceClass:
+		if c.MaxPlusOne {
 			return 3
 		}
 	}

@@ -111,6 +111,8 @@ func TestEntryVersionOfWriteOrder(t *testing.T) {
 		{&state.Reshape{Allocations: alloc}, 1},
 		{&state.Reshape{Allocations: alloc, WriteOrder: true}, 3},
 		{&state.CreateTrait{Name: "CUSTOM_T"}, 1},
+		{&state.CreateResourceClass{Name: "CUSTOM_C"}, 1},
+		{&state.CreateResourceClass{Name: "CUSTOM_C", MaxPlusOne: true}, 3},
 	} {
 		data, err := Encode(c.cmd, t0)
 		if err != nil {

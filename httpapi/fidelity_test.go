@@ -486,3 +486,21 @@ func TestCandidateResourceOrder(t *testing.T) {
 		t.Errorf("with a tree: %s", r.body)
 	}
 }
+
+// A custom class is numbered one above the highest there is, as upstream
+// numbers them: after the highest is deleted its id is given again. The
+// ids show in the order upstream names classes in "Inventory for ...
+// invalid" (a Python set of them).
+func TestResourceClassIDsReused(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	send(t, api.URL, "PUT", "/resource_classes/CUSTOM_A", h, "")
+	send(t, api.URL, "DELETE", "/resource_classes/CUSTOM_A", h, "")
+	send(t, api.URL, "PUT", "/resource_classes/CUSTOM_B", h, "") // 10000 again
+	send(t, api.URL, "PUT", "/resource_classes/CUSTOM_C", h, "") // 10001, not 10002
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
+	r := send(t, api.URL, "PUT", "/allocations/"+rpTestB, h, `{"allocations": {"`+rpTestA+`": {"resources": {"CUSTOM_C": 1, "MEMORY_MB": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "I"}`)
+	if !strings.Contains(r.body, "Inventory for 'CUSTOM_C, MEMORY_MB' on resource provider") {
+		t.Errorf("%d %s", r.status, r.body)
+	}
+}

@@ -80,7 +80,7 @@ func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, postResourceClassSchema, &body) {
 		return
 	}
-	if _, ok := s.apply(w, r, &state.CreateResourceClass{Name: body.Name}); !ok {
+	if _, ok := s.apply(w, r, &state.CreateResourceClass{Name: body.Name, MaxPlusOne: true}); !ok {
 		return
 	}
 	w.Header().Set("Location", absoluteURL(r, "/resource_classes/"+body.Name))
@@ -112,7 +112,7 @@ func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, "JSON does not validate: "+err.Error(), "")
 		return
 	}
-	v, ok := s.apply(w, r, &state.CreateResourceClass{Name: name, IfMissing: true})
+	v, ok := s.apply(w, r, &state.CreateResourceClass{Name: name, IfMissing: true, MaxPlusOne: true})
 	if !ok {
 		return
 	}

@@ -515,3 +515,29 @@ func TestAllocationsWriteOrder(t *testing.T) {
 		t.Errorf("reshape with WriteOrder: %v, want %v", got, written)
 	}
 }
+
+// With MaxPlusOne a custom class is numbered one above the highest there
+// is, as upstream numbers them, so the id of a deleted highest class is
+// given again; without it (older entries) the counter goes on.
+func TestClassIDs(t *testing.T) {
+	s := New()
+	create := func(name string, upstream bool) int {
+		t.Helper()
+		v := alMust(t, s, &CreateResourceClass{Name: name, MaxPlusOne: upstream})
+		return v.(CreateClassResult).Class.ID
+	}
+	if id := create("CUSTOM_A", true); id != MinCustomClassID {
+		t.Errorf("first: %d", id)
+	}
+	alMust(t, s, &DeleteResourceClass{Name: "CUSTOM_A"})
+	if id := create("CUSTOM_B", true); id != MinCustomClassID {
+		t.Errorf("after deleting the highest: %d, want %d again", id, MinCustomClassID)
+	}
+	alMust(t, s, &DeleteResourceClass{Name: "CUSTOM_B"})
+	if id := create("CUSTOM_C", false); id != MinCustomClassID+1 {
+		t.Errorf("without MaxPlusOne: %d, want the counter's %d", id, MinCustomClassID+1)
+	}
+	if id := create("CUSTOM_D", true); id != MinCustomClassID+2 {
+		t.Errorf("after an older entry: %d", id)
+	}
+}

@@ -35,6 +35,11 @@ func (s *Store) classInUse(name string) bool {
 type CreateResourceClass struct {
 	Name      string
 	IfMissing bool `json:",omitempty"`
+	// MaxPlusOne numbers the class as upstream does: one above the
+	// highest custom class there is (so the id of a deleted highest class
+	// is given again), MinCustomClassID when there is none. Without it
+	// (entries of older builds) the class gets NextClassID, as they did.
+	MaxPlusOne bool `json:",omitempty"`
 }
 
 func (c *CreateResourceClass) Kind() string { return "resource_class.create" }
@@ -52,8 +57,15 @@ func (c *CreateResourceClass) Apply(s *Store, m Meta) (any, error) {
 		}
 		return nil, Conflictf(CodeDefault, "Conflicting resource class already exists: %s", c.Name)
 	}
-	rc := &ResourceClass{ID: s.NextClassID, Name: c.Name, Created: m.Time}
-	s.NextClassID++
+	id := s.NextClassID
+	if c.MaxPlusOne {
+		id = MinCustomClassID
+		for rc := range s.Classes.Values() {
+			id = max(id, rc.ID+1)
+		}
+	}
+	rc := &ResourceClass{ID: id, Name: c.Name, Created: m.Time}
+	s.NextClassID = max(s.NextClassID, id+1)
 	s.Classes = s.Classes.set(c.Name, rc)
 	return CreateClassResult{Class: *rc, Created: true}, nil
 }

@@ -269,7 +269,7 @@ func (s *Server) consumerAllocations(r *http.Request, consumer string, b *consum
 func (s *Server) consumersOf(w http.ResponseWriter, r *http.Request, raw json.RawMessage) ([]state.ConsumerAllocations, bool) {
 	var bodies map[string]consumerBody
 	if err := json.Unmarshal(raw, &bodies); err != nil {
-		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+		writeBodyShapeError(w, r, err)
 		return nil, false
 	}
 	out := []state.ConsumerAllocations{}
@@ -277,7 +277,7 @@ func (s *Server) consumersOf(w http.ResponseWriter, r *http.Request, raw json.Ra
 		b := bodies[key]
 		ca, err := s.consumerAllocations(r, key, &b, false)
 		if err != nil {
-			writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+			writeBodyShapeError(w, r, err)
 			return nil, false
 		}
 		out = append(out, ca)
@@ -323,7 +323,7 @@ func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 	}
 	ca, err := s.consumerAllocations(r, consumer, &body, !v.AtLeast(12))
 	if err != nil {
-		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+		writeBodyShapeError(w, r, err)
 		return
 	}
 	if _, ok := s.apply(w, r, &state.SetAllocations{Consumers: []state.ConsumerAllocations{ca}, WriteOrder: true}); !ok {

@@ -504,3 +504,17 @@ func TestResourceClassIDsReused(t *testing.T) {
 		t.Errorf("%d %s", r.status, r.body)
 	}
 }
+
+// A body the schema lets through with a value the handler cannot use (a
+// key outside the schema's patterns; upstream fails with 500) is refused
+// in words that name it, not Go's.
+func TestUnusableBodyValues(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	h := map[string]string{"X-Auth-Token": "admin", "Content-Type": "application/json", "OpenStack-API-Version": "placement 1.39"}
+	send(t, api.URL, "POST", "/resource_providers", h, `{"name": "a", "uuid": "`+rpTestA+`"}`)
+	r := send(t, api.URL, "PUT", "/resource_providers/"+rpTestA+"/inventories", h, `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 2}, "extra": "x"}}`)
+	detail, _ := r.firstError(t)["detail"].(string)
+	if r.status != 400 || !strings.Contains(detail, "JSON does not validate: the string at 'extra' should be an object") {
+		t.Errorf("%d %s", r.status, r.body)
+	}
+}

@@ -467,9 +467,9 @@ func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, putInventoriesSchema, &body) {
 		return
 	}
-	var records map[string]map[string]json.RawMessage
-	if err := json.Unmarshal(body.Inventories, &records); err != nil {
-		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+	records, err := decodeEach[map[string]json.RawMessage](body.Inventories)
+	if err != nil {
+		writeBodyShapeError(w, r, err)
 		return
 	}
 	cmd := &state.SetInventories{

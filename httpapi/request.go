@@ -3,9 +3,11 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -141,11 +143,72 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 	}
 	if dst != nil {
 		if err := json.Unmarshal(body, dst); err != nil {
-			writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+			writeBodyShapeError(w, r, err)
 			return false
 		}
 	}
 	return true
+}
+
+// writeBodyShapeError answers a validated body that does not decode into
+// the handler's types: a value of a kind the schema leaves open (a key
+// outside its patterns) that the handler cannot use. Upstream fails on
+// these with 500.
+func writeBodyShapeError(w http.ResponseWriter, r *http.Request, err error) {
+	var te *json.UnmarshalTypeError
+	var se *shapeError
+	switch {
+	case errors.As(err, &se):
+		te, err = se.err, se.err
+		if te.Field == "" {
+			te.Field = se.key
+		} else {
+			te.Field = se.key + "." + te.Field
+		}
+	case !errors.As(err, &te):
+		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+		return
+	}
+	want := map[reflect.Kind]string{reflect.Map: "an object", reflect.Struct: "an object", reflect.Slice: "an array",
+		reflect.String: "a string", reflect.Int64: "an integer", reflect.Float64: "a number", reflect.Bool: "a boolean"}[te.Type.Kind()]
+	if want == "" {
+		want = "of another type"
+	}
+	where := ""
+	if te.Field != "" {
+		where = fmt.Sprintf(" at '%s'", te.Field)
+	}
+	writeError(w, r, http.StatusBadRequest, fmt.Sprintf("JSON does not validate: the %s%s should be %s", te.Value, where, want), "")
+}
+
+// shapeError is a value of an object, under key, that did not decode.
+type shapeError struct {
+	key string
+	err *json.UnmarshalTypeError
+}
+
+func (e *shapeError) Error() string { return e.key + ": " + e.err.Error() }
+
+// decodeEach decodes each value of the JSON object raw into a new T,
+// naming the key of one that does not decode (see writeBodyShapeError).
+func decodeEach[T any](raw json.RawMessage) (map[string]T, error) {
+	var values map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &values); err != nil {
+		return nil, err
+	}
+	out := make(map[string]T, len(values))
+	for k, v := range values {
+		var t T
+		if err := json.Unmarshal(v, &t); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, &shapeError{k, te}
+			}
+			return nil, err
+		}
+		out[k] = t
+	}
+	return out, nil
 }
 
 // hasNonFinite reports whether a decoded document holds NaN or an

@@ -69,16 +69,16 @@ func (s *Server) reshape(w http.ResponseWriter, r *http.Request) {
 		Inventories json.RawMessage `json:"inventories"`
 	}
 	if err := json.Unmarshal(body.Inventories, &byProvider); err != nil {
-		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+		writeBodyShapeError(w, r, err)
 		return
 	}
 	cmd := &state.Reshape{WriteOrder: true}
 	for _, key := range objectKeys(body.Inventories) {
 		// Providers are looked up as spelt, as upstream's get_by_uuid.
 		entry, uuid := byProvider[key], key
-		var records map[string]map[string]json.RawMessage
-		if err := json.Unmarshal(entry.Inventories, &records); err != nil {
-			writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+		records, err := decodeEach[map[string]json.RawMessage](entry.Inventories)
+		if err != nil {
+			writeBodyShapeError(w, r, err)
 			return
 		}
 		ri := state.ReshapeInventory{Provider: uuid, Generation: jsonGeneration(entry.Generation)}

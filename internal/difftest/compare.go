@@ -173,6 +173,9 @@ var presenceHeaders = map[string]bool{
 	"X-Openstack-Request-Id": true, "Last-Modified": true,
 }
 
+// goSpeakRE finds Go's own error words in an answer.
+var goSpeakRE = regexp.MustCompile(`Go value|json: cannot|json: unknown|unexpected end of JSON|invalid character`)
+
 var (
 	requestIDRE = regexp.MustCompile(`req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	uuidRE      = regexp.MustCompile(`(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
@@ -233,6 +236,11 @@ func compare(req *Request, up, pd *Response, upS, pdS *session) *Divergence {
 	if up.Status >= 500 && pd.Status >= 400 && pd.Status < 500 {
 		d.Kind, d.Deliberate = "upstream error", true
 		d.Detail = fmt.Sprintf("upstream %d, placementd %d: placementd answers every bad input with a 4xx", up.Status, pd.Status)
+		if goSpeakRE.Match(pd.Body) {
+			// The 4xx must still be clear: not Go's own words.
+			d.Kind, d.Deliberate = "unclear 4xx", false
+			d.Detail = fmt.Sprintf("upstream %d, placementd %d in Go's words: %s", up.Status, pd.Status, truncate(string(pd.Body), 500))
+		}
 		return d
 	}
 	if up.Status != pd.Status {

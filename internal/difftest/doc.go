@@ -11,5 +11,8 @@
 // sequence is shrunk to a short reproduction.
 //
 // It imports nothing of placementd: it talks to both servers over HTTP
-// only. `make difftest SEED=N STEPS=N` runs it (difftest_test.go).
+// only. `make difftest SEED=N SEEDS=N STEPS=N` runs it (difftest_test.go);
+// `go test` alone runs seed 1 for 300 requests, and skips it where
+// python3-placement is not installed (unless PLACEMENTD_REQUIRE_UPSTREAM
+// is set, as in CI).
 package difftest

@@ -160,11 +160,15 @@ func unorderedFor(method, route string) func(string) bool {
 }
 
 // Headers that legitimately differ and are not compared at all: the
-// transport's (HTTP/1.0 wsgiref against Go's HTTP/1.1 server) and
-// placementd's own (docs/api-compat.md).
+// transport's (HTTP/1.0 wsgiref against Go's HTTP/1.1 server), and
+// placementd's own, X-Placementd-* (docs/api-compat.md), see ignored.
 var ignoredHeaders = map[string]bool{
 	"Date": true, "Server": true, "Content-Length": true, "Transfer-Encoding": true,
-	"Connection": true, "Keep-Alive": true, "X-Placementd-Served-By": true,
+	"Connection": true, "Keep-Alive": true,
+}
+
+func ignored(header string) bool {
+	return ignoredHeaders[header] || strings.HasPrefix(header, "X-Placementd-")
 }
 
 // Headers whose presence is compared but not their value: request ids and
@@ -322,7 +326,7 @@ func compareHeaders(a, b http.Header, aS, bS *session) (string, string) {
 	}
 	var sorted []string
 	for k := range names {
-		if !ignoredHeaders[k] {
+		if !ignored(k) {
 			sorted = append(sorted, k)
 		}
 	}
@@ -350,7 +354,7 @@ func showResponse(r *Response, se *session) string {
 	fmt.Fprintf(&b, "%d", r.Status)
 	var names []string
 	for k := range r.Header {
-		if !ignoredHeaders[k] {
+		if !ignored(k) {
 			names = append(names, k)
 		}
 	}

@@ -477,7 +477,9 @@ func summaryOf(st *state.Store, p *state.Provider) candidates.Summary {
 		})
 	}
 	// In class id order, as upstream's usage query gives them.
-	sort.Slice(s.Resources, func(i, j int) bool { return st.Classes.Get(s.Resources[i].Class).ID < st.Classes.Get(s.Resources[j].Class).ID })
+	sort.Slice(s.Resources, func(i, j int) bool {
+		return st.Classes.Get(s.Resources[i].Class).ID < st.Classes.Get(s.Resources[j].Class).ID
+	})
 	for t := range p.Traits {
 		s.Traits = append(s.Traits, t)
 	}

@@ -36,12 +36,15 @@ import (
 //
 //	PLACEMENTD_WRITE_FIXTURES=v3 go test ./cluster/ -run TestWriteUpgradeFixtures
 //
-// add the new files beside the old ones, and list them in upgradeFixtures.
+// add the new files beside the old ones, and list them in upgradeFixtures
+// with the digest the test logs.
 var upgradeFixtures = []upgradeFixture{
-	{name: "v1", snapshotFormat: 1},
-	{name: "v2", snapshotFormat: 1, batches: true}, // log entry v2: batches
+	{name: "v1", snapshotFormat: 1, digest: "ae5bdf720f7d09c2249fdcbfac7a0fb87492b449caddf98c59eacc5fcb9d0f65"},
+	{name: "v2", snapshotFormat: 1, batches: true, // log entry v2: batches
+		digest: "11f75313ad3474ed87faa0faf15e03ade89f051401eda7e86f0d5f951a054e2f"},
 	// Log entry v3: allocations kept in the order they were written.
-	{name: "v3", snapshotFormat: 1, batches: true, writeOrder: true},
+	{name: "v3", snapshotFormat: 1, batches: true, writeOrder: true,
+		digest: "f8ad9b56d0d174eabfca498f0858e6e40e110d35761982b1eaf8d319c2b59052"},
 }
 
 type upgradeFixture struct {
@@ -54,6 +57,10 @@ type upgradeFixture struct {
 	// in the order of the write (the ordered consumers of
 	// writeFixtureWorkload, one in the snapshot and one in the log).
 	writeOrder bool
+	// digest is the state's digest as the build that wrote the fixture
+	// saw it: the data directory's, once replayed, and the backup's. A
+	// later build must read both to exactly that state.
+	digest string
 }
 
 // fixtureBatchTraits is how many traits writeFixtureWorkload creates at
@@ -344,6 +351,11 @@ func TestWriteUpgradeFixtures(t *testing.T) {
 	if n := logBatches(t, dir); n == 0 {
 		t.Fatal("the burst of writes left no batch entry in the log")
 	}
+	digest, _, err := snapshot.Inspect(backup.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the fixtures' digest (for upgradeFixtures): %s", digest)
 	if err := os.WriteFile(filepath.Join("testdata", "backup-"+version+".snap"), backup.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -372,6 +384,9 @@ func TestUpgradeDataDir(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkFixtureState(t, d, fx)
+			if got, _ := d.node.FSM.Digest(); got != fx.digest {
+				t.Fatalf("the fixture replays to digest %s, it was written at %s", got, fx.digest)
+			}
 			d.call(t, "PUT", "/traits/CUSTOM_AFTER_UPGRADE", nil, 201)
 			if err := d.node.Raft.Snapshot().Error(); err != nil {
 				t.Fatal(err)
@@ -408,6 +423,9 @@ func TestRestoreOldBackup(t *testing.T) {
 			digest, _, err := snapshot.Inspect(data)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if digest != fx.digest {
+				t.Fatalf("the backup reads as digest %s, it was written at %s", digest, fx.digest)
 			}
 			dir := t.TempDir()
 			if _, err := snapshot.Seed(data, dir); err != nil {

@@ -9,9 +9,9 @@ func init() {
 // provider generation is left alone (clients and fixtures rely on that);
 // otherwise it must match and the generation is bumped.
 type SetAggregates struct {
-	UUID       string
-	Aggregates []string
-	Generation *int64 `json:",omitempty"`
+	UUID       string   `json:"UUID"`
+	Aggregates []string `json:"Aggregates"`
+	Generation *int64   `json:"Generation,omitempty"`
 }
 
 func (c *SetAggregates) Kind() string { return "provider.set_aggregates" }

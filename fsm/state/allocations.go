@@ -13,41 +13,41 @@ func init() {
 // AllocationRequest is an amount of one class a consumer asks for on one
 // provider.
 type AllocationRequest struct {
-	Provider string
-	Class    string
-	Used     int64
+	Provider string `json:"Provider"`
+	Class    string `json:"Class"`
+	Used     int64  `json:"Used"`
 }
 
 // ConsumerAllocations is one consumer's part of an allocation write: the
 // consumer's whole new set of allocations (none removes them all) and its
 // attributes.
 type ConsumerAllocations struct {
-	Consumer  string
-	ProjectID string
-	UserID    string
+	Consumer  string `json:"Consumer"`
+	ProjectID string `json:"ProjectID"`
+	UserID    string `json:"UserID"`
 	// ConsumerType is given from microversion 1.38; "" leaves the
 	// consumer's type as it is (a new consumer then has none).
-	ConsumerType string `json:",omitempty"`
+	ConsumerType string `json:"ConsumerType,omitempty"`
 	// CheckGeneration (1.28+) requires Generation to equal the consumer's
 	// generation; a nil Generation (JSON null) requires a new consumer.
-	CheckGeneration bool   `json:",omitempty"`
-	Generation      *int64 `json:",omitempty"`
+	CheckGeneration bool   `json:"CheckGeneration,omitempty"`
+	Generation      *int64 `json:"Generation,omitempty"`
 	// Allocations in the request document's order, which decides which
 	// error is reported first.
-	Allocations []AllocationRequest
+	Allocations []AllocationRequest `json:"Allocations"`
 }
 
 // SetAllocations replaces the allocations of one consumer (PUT
 // /allocations/{uuid}) or of several (POST /allocations), all or nothing.
 type SetAllocations struct {
 	// Post selects POST /allocations' wording of errors.
-	Post      bool `json:",omitempty"`
-	Consumers []ConsumerAllocations
+	Post      bool                  `json:"Post,omitempty"`
+	Consumers []ConsumerAllocations `json:"Consumers"`
 	// WriteOrder keeps each consumer's allocations in the order of the
 	// request, which is upstream's (its rows' insertion order). Entries
 	// written before it existed sort them by provider and class, and
 	// replaying them must give the state it gave.
-	WriteOrder bool `json:",omitempty"`
+	WriteOrder bool `json:"WriteOrder,omitempty"`
 }
 
 func (c *SetAllocations) Kind() string { return "allocations.set" }
@@ -73,7 +73,9 @@ func (c *SetAllocations) Apply(s *Store, m Meta) (any, error) {
 // DeleteConsumerAllocations is DELETE /allocations/{uuid}: it removes every
 // allocation of the consumer and the consumer. As upstream, it changes no
 // provider generation.
-type DeleteConsumerAllocations struct{ Consumer string }
+type DeleteConsumerAllocations struct {
+	Consumer string `json:"Consumer"`
+}
 
 func (c *DeleteConsumerAllocations) Kind() string { return "allocations.delete" }
 

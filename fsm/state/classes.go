@@ -33,13 +33,13 @@ func (s *Store) classInUse(name string) bool {
 // an existing class is not an error; the result says whether it was
 // created.
 type CreateResourceClass struct {
-	Name      string
-	IfMissing bool `json:",omitempty"`
+	Name      string `json:"Name"`
+	IfMissing bool   `json:"IfMissing,omitempty"`
 	// MaxPlusOne numbers the class as upstream does: one above the
 	// highest custom class there is (so the id of a deleted highest class
 	// is given again), MinCustomClassID when there is none. Without it
 	// (entries of older builds) the class gets NextClassID, as they did.
-	MaxPlusOne bool `json:",omitempty"`
+	MaxPlusOne bool `json:"MaxPlusOne,omitempty"`
 }
 
 func (c *CreateResourceClass) Kind() string { return "resource_class.create" }
@@ -87,8 +87,8 @@ func ClassNotFound(name string) *Error {
 
 // RenameResourceClass is PUT /resource_classes/{name} before 1.7.
 type RenameResourceClass struct {
-	Name    string
-	NewName string
+	Name    string `json:"Name"`
+	NewName string `json:"NewName"`
 }
 
 func (c *RenameResourceClass) Kind() string { return "resource_class.rename" }
@@ -157,7 +157,9 @@ func (c *RenameResourceClass) Apply(s *Store, m Meta) (any, error) {
 }
 
 // DeleteResourceClass deletes a CUSTOM_ class no inventory uses.
-type DeleteResourceClass struct{ Name string }
+type DeleteResourceClass struct {
+	Name string `json:"Name"`
+}
 
 func (c *DeleteResourceClass) Kind() string { return "resource_class.delete" }
 

@@ -11,6 +11,13 @@
 // nothing; it returns either a value or an *Error carrying Placement's error
 // code, which the HTTP layer maps to a status.
 //
+// Commands travel in log entries and the state Image in snapshots, as
+// JSON written and read by package fsm, which owns those formats. Every
+// field of a command, and of the image and the records in it, carries a
+// json tag with the name it is stored under, so a Go rename changes
+// nothing on disk; a new field needs its tag and a golden entry (fsm's
+// tests fail without them).
+//
 // A Store is one version of the state, and a published version never
 // changes: its maps and index sets are persistent (pmap.go: Set and
 // Delete return a new map sharing all but the changed path), and every

@@ -14,35 +14,35 @@ import (
 // snapshot stores and what a state digest is computed over. Indexes are not
 // in it; Load rebuilds them.
 type Image struct {
-	LastIndex          uint64
-	NextProviderID     int64
-	NextClassID        int
-	NextConsumerTypeID int
-	Providers          []ProviderImage // by ID
-	CustomClasses      []ResourceClass // by ID
-	CustomTraits       []Trait         // by name
-	ConsumerTypes      []ConsumerType  // by ID
-	Consumers          []*Consumer     // by UUID
+	LastIndex          uint64          `json:"LastIndex"`
+	NextProviderID     int64           `json:"NextProviderID"`
+	NextClassID        int             `json:"NextClassID"`
+	NextConsumerTypeID int             `json:"NextConsumerTypeID"`
+	Providers          []ProviderImage `json:"Providers"`     // by ID
+	CustomClasses      []ResourceClass `json:"CustomClasses"` // by ID
+	CustomTraits       []Trait         `json:"CustomTraits"`  // by name
+	ConsumerTypes      []ConsumerType  `json:"ConsumerTypes"` // by ID
+	Consumers          []*Consumer     `json:"Consumers"`     // by UUID
 }
 
 // ProviderImage is a provider without its derived usage index.
 type ProviderImage struct {
-	ID          int64
-	UUID        string
-	Name        string
-	Generation  int64
-	ParentUUID  string `json:",omitempty"`
-	RootUUID    string
-	Created     time.Time
-	Updated     time.Time
-	Inventories []InventoryImage // by class name
-	Traits      []string         `json:",omitempty"`
-	Aggregates  []string         `json:",omitempty"`
+	ID          int64            `json:"ID"`
+	UUID        string           `json:"UUID"`
+	Name        string           `json:"Name"`
+	Generation  int64            `json:"Generation"`
+	ParentUUID  string           `json:"ParentUUID,omitempty"`
+	RootUUID    string           `json:"RootUUID"`
+	Created     time.Time        `json:"Created"`
+	Updated     time.Time        `json:"Updated"`
+	Inventories []InventoryImage `json:"Inventories"` // by class name
+	Traits      []string         `json:"Traits,omitempty"`
+	Aggregates  []string         `json:"Aggregates,omitempty"`
 }
 
 // InventoryImage is one inventory record with its class.
 type InventoryImage struct {
-	Class string
+	Class string `json:"Class"`
 	Inventory
 }
 

@@ -30,18 +30,18 @@ func init() {
 // when given, raise the store's counters, so that a state exported from
 // placementd keeps the identifiers its deleted objects used up.
 type ImportChunk struct {
-	First   bool `json:",omitempty"`
-	Replace bool `json:",omitempty"`
+	First   bool `json:"First,omitempty"`
+	Replace bool `json:"Replace,omitempty"`
 
-	CustomClasses []ResourceClass `json:",omitempty"`
-	CustomTraits  []Trait         `json:",omitempty"`
-	ConsumerTypes []ConsumerType  `json:",omitempty"`
-	Providers     []ProviderImage `json:",omitempty"`
-	Consumers     []ConsumerImage `json:",omitempty"`
+	CustomClasses []ResourceClass `json:"CustomClasses,omitempty"`
+	CustomTraits  []Trait         `json:"CustomTraits,omitempty"`
+	ConsumerTypes []ConsumerType  `json:"ConsumerTypes,omitempty"`
+	Providers     []ProviderImage `json:"Providers,omitempty"`
+	Consumers     []ConsumerImage `json:"Consumers,omitempty"`
 
-	NextProviderID     int64 `json:",omitempty"`
-	NextClassID        int   `json:",omitempty"`
-	NextConsumerTypeID int   `json:",omitempty"`
+	NextProviderID     int64 `json:"NextProviderID,omitempty"`
+	NextClassID        int   `json:"NextClassID,omitempty"`
+	NextConsumerTypeID int   `json:"NextConsumerTypeID,omitempty"`
 }
 
 func (c *ImportChunk) Kind() string { return "import.chunk" }

@@ -21,13 +21,13 @@ const MaxInt = 0x7FFFFFFF
 // InventoryValues is one resource class's inventory as a client writes it
 // (defaults already filled in by the HTTP layer).
 type InventoryValues struct {
-	Class           string
-	Total           int64
-	Reserved        int64
-	MinUnit         int64
-	MaxUnit         int64
-	StepSize        int64
-	AllocationRatio float64
+	Class           string  `json:"Class"`
+	Total           int64   `json:"Total"`
+	Reserved        int64   `json:"Reserved"`
+	MinUnit         int64   `json:"MinUnit"`
+	MaxUnit         int64   `json:"MaxUnit"`
+	StepSize        int64   `json:"StepSize"`
+	AllocationRatio float64 `json:"AllocationRatio"`
 }
 
 // capacity is upstream's Inventory.capacity: int((total - reserved) *
@@ -126,9 +126,9 @@ func updatedInventory(old *Inventory, v *InventoryValues, m Meta) *Inventory {
 // CreateInventory is POST /resource_providers/{uuid}/inventories: it adds
 // one class's inventory, which must not exist yet. No generation is given.
 type CreateInventory struct {
-	Provider           string
-	Inventory          InventoryValues
-	ReservedCanBeTotal bool `json:",omitempty"` // microversion 1.26
+	Provider           string          `json:"Provider"`
+	Inventory          InventoryValues `json:"Inventory"`
+	ReservedCanBeTotal bool            `json:"ReservedCanBeTotal,omitempty"` // microversion 1.26
 }
 
 func (c *CreateInventory) Kind() string { return "inventory.create" }
@@ -161,10 +161,10 @@ func (c *CreateInventory) Apply(s *Store, m Meta) (any, error) {
 // it replaces one existing class's inventory. As upstream, capacity may
 // drop below current usage (upstream only logs a warning).
 type UpdateInventory struct {
-	Provider           string
-	Generation         int64
-	Inventory          InventoryValues
-	ReservedCanBeTotal bool `json:",omitempty"`
+	Provider           string          `json:"Provider"`
+	Generation         int64           `json:"Generation"`
+	Inventory          InventoryValues `json:"Inventory"`
+	ReservedCanBeTotal bool            `json:"ReservedCanBeTotal,omitempty"`
 }
 
 func (c *UpdateInventory) Kind() string { return "inventory.update" }
@@ -200,10 +200,10 @@ func (c *UpdateInventory) Apply(s *Store, m Meta) (any, error) {
 // the provider's whole inventory. Inventories are in the request
 // document's order, which decides which invalid class is reported.
 type SetInventories struct {
-	Provider           string
-	Generation         int64
-	Inventories        []InventoryValues
-	ReservedCanBeTotal bool `json:",omitempty"`
+	Provider           string            `json:"Provider"`
+	Generation         int64             `json:"Generation"`
+	Inventories        []InventoryValues `json:"Inventories"`
+	ReservedCanBeTotal bool              `json:"ReservedCanBeTotal,omitempty"`
 }
 
 func (c *SetInventories) Kind() string { return "inventory.set" }
@@ -270,8 +270,8 @@ func (s *Store) replaceInventories(p *Provider, want []InventoryValues, m Meta) 
 // DeleteInventory is DELETE /resource_providers/{uuid}/inventories/{class}.
 // It takes no generation.
 type DeleteInventory struct {
-	Provider string
-	Class    string
+	Provider string `json:"Provider"`
+	Class    string `json:"Class"`
 }
 
 func (c *DeleteInventory) Kind() string { return "inventory.delete" }
@@ -302,7 +302,7 @@ func (c *DeleteInventory) Apply(s *Store, m Meta) (any, error) {
 // (1.5): it removes every class, bumping the generation even when there
 // was none.
 type DeleteInventories struct {
-	Provider string
+	Provider string `json:"Provider"`
 }
 
 func (c *DeleteInventories) Kind() string { return "inventory.delete_all" }

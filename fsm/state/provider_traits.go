@@ -42,9 +42,9 @@ func (s *Store) setProviderTraits(p *Provider, want map[string]bool, m Meta) *Pr
 // SetProviderTraits is PUT /resource_providers/{uuid}/traits: it replaces
 // the provider's traits, which must all exist.
 type SetProviderTraits struct {
-	Provider   string
-	Generation int64
-	Traits     []string
+	Provider   string   `json:"Provider"`
+	Generation int64    `json:"Generation"`
+	Traits     []string `json:"Traits"`
 }
 
 func (c *SetProviderTraits) Kind() string { return "provider.set_traits" }
@@ -80,7 +80,7 @@ func (c *SetProviderTraits) Apply(s *Store, m Meta) (any, error) {
 // DeleteProviderTraits is DELETE /resource_providers/{uuid}/traits: it
 // removes every trait from the provider. No generation is given.
 type DeleteProviderTraits struct {
-	Provider string
+	Provider string `json:"Provider"`
 }
 
 func (c *DeleteProviderTraits) Kind() string { return "provider.delete_traits" }

@@ -71,9 +71,9 @@ func (s *Store) Subtree(uuid string) []string {
 // CreateProvider creates a resource provider. The HTTP handler fills UUID
 // (generating one when the body has none); ParentUUID "" makes a root.
 type CreateProvider struct {
-	UUID       string
-	Name       string
-	ParentUUID string `json:",omitempty"`
+	UUID       string `json:"UUID"`
+	Name       string `json:"Name"`
+	ParentUUID string `json:"ParentUUID,omitempty"`
 }
 
 func (c *CreateProvider) Kind() string { return "provider.create" }
@@ -131,10 +131,10 @@ func (c *CreateProvider) actionError(reason string) *Error {
 // when ParentUUID is not nil, the parent ("" for none). AllowReparenting
 // (1.37) permits changing or removing an existing parent.
 type UpdateProvider struct {
-	UUID             string
-	Name             string
-	ParentUUID       *string `json:",omitempty"`
-	AllowReparenting bool    `json:",omitempty"`
+	UUID             string  `json:"UUID"`
+	Name             string  `json:"Name"`
+	ParentUUID       *string `json:"ParentUUID,omitempty"`
+	AllowReparenting bool    `json:"AllowReparenting,omitempty"`
 }
 
 func (c *UpdateProvider) Kind() string { return "provider.update" }
@@ -211,7 +211,9 @@ func (c *UpdateProvider) Apply(s *Store, m Meta) (any, error) {
 
 // DeleteProvider deletes a provider without children or allocations,
 // with its inventories, trait and aggregate associations.
-type DeleteProvider struct{ UUID string }
+type DeleteProvider struct {
+	UUID string `json:"UUID"`
+}
 
 func (c *DeleteProvider) Kind() string { return "provider.delete" }
 

@@ -12,9 +12,9 @@ func init() {
 
 // ReshapeInventory is one provider's new inventory in a reshape.
 type ReshapeInventory struct {
-	Provider    string
-	Generation  int64
-	Inventories []InventoryValues // request order
+	Provider    string            `json:"Provider"`
+	Generation  int64             `json:"Generation"`
+	Inventories []InventoryValues `json:"Inventories"` // request order
 }
 
 // Reshape is POST /reshaper: it replaces the inventories of some providers
@@ -29,10 +29,10 @@ type ReshapeInventory struct {
 // inventory when the new one is not empty, once for the allocations when
 // the provider is in them, once for the final inventory.
 type Reshape struct {
-	Inventories []ReshapeInventory
-	Allocations []ConsumerAllocations
+	Inventories []ReshapeInventory    `json:"Inventories"`
+	Allocations []ConsumerAllocations `json:"Allocations"`
 	// WriteOrder is SetAllocations.WriteOrder.
-	WriteOrder bool `json:",omitempty"`
+	WriteOrder bool `json:"WriteOrder,omitempty"`
 }
 
 func (c *Reshape) Kind() string { return "reshape" }

@@ -58,14 +58,14 @@ type Provider struct {
 
 // Inventory is one resource class's inventory on a provider.
 type Inventory struct {
-	Total           int64
-	Reserved        int64
-	MinUnit         int64
-	MaxUnit         int64
-	StepSize        int64
-	AllocationRatio float64
-	Created         time.Time
-	Updated         time.Time
+	Total           int64     `json:"Total"`
+	Reserved        int64     `json:"Reserved"`
+	MinUnit         int64     `json:"MinUnit"`
+	MaxUnit         int64     `json:"MaxUnit"`
+	StepSize        int64     `json:"StepSize"`
+	AllocationRatio float64   `json:"AllocationRatio"`
+	Created         time.Time `json:"Created"`
+	Updated         time.Time `json:"Updated"`
 }
 
 // Capacity is what may be allocated in all: (total - reserved) * ratio,
@@ -76,10 +76,10 @@ func (inv *Inventory) Capacity() int64 {
 
 // ResourceClass is a standard or CUSTOM_ class.
 type ResourceClass struct {
-	ID      int
-	Name    string
-	Created time.Time
-	Updated time.Time
+	ID      int       `json:"ID"`
+	Name    string    `json:"Name"`
+	Created time.Time `json:"Created"`
+	Updated time.Time `json:"Updated"`
 }
 
 // Standard reports whether the class is one of os-resource-classes.
@@ -87,18 +87,18 @@ func (rc *ResourceClass) Standard() bool { return rc.ID < MinCustomClassID }
 
 // Trait is a standard or CUSTOM_ trait.
 type Trait struct {
-	Name     string
-	Standard bool
-	Created  time.Time
-	Updated  time.Time
+	Name     string    `json:"Name"`
+	Standard bool      `json:"Standard"`
+	Created  time.Time `json:"Created"`
+	Updated  time.Time `json:"Updated"`
 }
 
 // ConsumerType names a kind of consumer (INSTANCE, MIGRATION, ...).
 type ConsumerType struct {
-	ID      int
-	Name    string
-	Created time.Time
-	Updated time.Time
+	ID      int       `json:"ID"`
+	Name    string    `json:"Name"`
+	Created time.Time `json:"Created"`
+	Updated time.Time `json:"Updated"`
 }
 
 // UnknownConsumerType is how a consumer without a type is reported.
@@ -106,30 +106,30 @@ const UnknownConsumerType = "unknown"
 
 // Consumer owns allocations.
 type Consumer struct {
-	UUID       string
-	ProjectID  string
-	UserID     string
-	Type       string // "" when the consumer has no type (reported as unknown)
-	Generation int64
-	Created    time.Time
+	UUID       string    `json:"UUID"`
+	ProjectID  string    `json:"ProjectID"`
+	UserID     string    `json:"UserID"`
+	Type       string    `json:"Type"` // "" when the consumer has no type (reported as unknown)
+	Generation int64     `json:"Generation"`
+	Created    time.Time `json:"Created"`
 	// Updated is when the consumer's allocations were last written: every
 	// write replaces all of them, as upstream's, so it is also each
 	// allocation's creation time (what Last-Modified reports).
-	Updated time.Time
+	Updated time.Time `json:"Updated"`
 	// Allocations in the order of the write that set them (upstream's
 	// row order, what GET /allocations/{consumer} shows). Consumers
 	// written by builds before that order was kept, or imported, hold them
 	// by provider creation order, then class.
-	Allocations []Allocation
+	Allocations []Allocation `json:"Allocations"`
 }
 
 // Allocation is an amount of one class a consumer holds on one provider.
 // It has no timestamps of its own: a million consumers' allocations are
 // most of a large cloud's memory, and their time is the consumer's Updated.
 type Allocation struct {
-	ProviderUUID string
-	Class        string
-	Used         int64
+	ProviderUUID string `json:"ProviderUUID"`
+	Class        string `json:"Class"`
+	Used         int64  `json:"Used"`
 }
 
 // UsageKey addresses one entry of the project usage index. User "" holds a

@@ -7,7 +7,9 @@ func init() {
 
 // CreateTrait creates a CUSTOM_ trait if it does not exist; the result says
 // whether it was created.
-type CreateTrait struct{ Name string }
+type CreateTrait struct {
+	Name string `json:"Name"`
+}
 
 func (c *CreateTrait) Kind() string { return "trait.create" }
 
@@ -27,7 +29,9 @@ func (c *CreateTrait) Apply(s *Store, m Meta) (any, error) {
 }
 
 // DeleteTrait deletes a CUSTOM_ trait no provider has.
-type DeleteTrait struct{ Name string }
+type DeleteTrait struct {
+	Name string `json:"Name"`
+}
 
 func (c *DeleteTrait) Kind() string { return "trait.delete" }
 

@@ -235,7 +235,7 @@ func (h *Handler) membershipError(w http.ResponseWriter, err error) {
 	}
 }
 
-// snapshot streams a placement snapshot (snapshot.Write format) of a
+// snapshot streams a placement snapshot (fsm.WriteSnapshot format) of a
 // state at least as new as every write acknowledged before the request.
 func (h *Handler) snapshot(w http.ResponseWriter, r *http.Request) {
 	if err := h.node.ReadBarrier(r.Context()); err != nil {

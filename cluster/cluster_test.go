@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
-	"github.com/placementd/placementd/snapshot"
 )
 
 func TestJoinStatusAndMembership(t *testing.T) {
@@ -384,7 +384,7 @@ func TestBackupAndRestore(t *testing.T) {
 	if err := client(c.followers()[0]).Snapshot(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
-	digest, _, err := snapshot.Inspect(buf.Bytes())
+	digest, _, err := fsm.InspectSnapshot(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

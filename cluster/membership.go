@@ -331,7 +331,7 @@ func (n *Node) maintain() {
 }
 
 // RestoreBackup replaces the whole placement state, on every member, with
-// a placement snapshot (snapshot.Write format). Only the leader can; meant
+// a placement snapshot (fsm.WriteSnapshot format). Only the leader can; meant
 // for seeding a new cluster from a backup.
 func (n *Node) RestoreBackup(data []byte) error {
 	if !n.IsLeader() {

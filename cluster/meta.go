@@ -1,13 +1,10 @@
 package cluster
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -22,19 +19,15 @@ import (
 // per-server metadata, and the placement state (and its digest) must not
 // change when a node moves, so they live here and not in fsm/state.
 
-// metaPrefix starts a membership entry; placement entries are JSON objects
-// and start with '{'.
-var metaPrefix = []byte("\x00placementd-cluster ")
-
-// snapHeader starts a Raft snapshot written by this package: one line with
-// the membership table, then the placement snapshot (snapshot.Write). v1
-// held the API addresses only (id -> address); v2 holds memberMeta. A node
-// reads both; only the newest build writes v2, which fits the upgrade order
-// (the newest nodes lead last, so older ones never install a v2 snapshot).
-const (
-	snapHeaderV1 = "placementd-cluster v1 "
-	snapHeader   = "placementd-cluster v2 "
-)
+// The table's meaning is this package's; how it is framed on disk is
+// fsm's, which owns every persisted format: a change is a cluster metadata
+// entry (fsm.EncodeClusterEntry) whose payload is a metaEntry's JSON, and
+// a Raft snapshot starts with the cluster's section
+// (fsm.WriteClusterSection), the table's JSON, then the placement snapshot
+// file. Section v1 held the API addresses only (id -> address); v2 holds
+// memberMeta. A node reads both; only the newest build writes v2, which
+// fits the upgrade order (the newest nodes lead last, so older ones never
+// install a v2 snapshot).
 
 // memberMeta is what the cluster keeps about a member beside Raft's own
 // configuration: where its API is, and its topology labels.
@@ -60,7 +53,7 @@ func setEntry(id string, m memberMeta) metaEntry {
 
 func encodeMeta(e metaEntry) []byte {
 	b, _ := json.Marshal(e)
-	return append(append([]byte{}, metaPrefix...), b...)
+	return fsm.EncodeClusterEntry(b)
 }
 
 // clusterFSM wraps the placement FSM with the membership table.
@@ -113,19 +106,19 @@ func (c *clusterFSM) apply(l *raft.Log) any {
 		default:
 		}
 	}
-	if l.Type != raft.LogCommand || !bytes.HasPrefix(l.Data, metaPrefix) {
+	payload, ok := fsm.ClusterEntry(l.Data)
+	if l.Type != raft.LogCommand || !ok {
 		return c.inner.Apply(l)
 	}
 	var e metaEntry
-	if err := json.Unmarshal(l.Data[len(metaPrefix):], &e); err != nil {
+	if err := json.Unmarshal(payload, &e); err != nil || (e.Op != "set" && e.Op != "delete") {
 		// As for placement entries: never skip what the others applied.
-		panic(fmt.Sprintf("cluster: cannot decode membership entry %d: %v", l.Index, err))
+		panic(fmt.Sprintf("cluster: cannot apply membership entry %d (%q): %v", l.Index, payload, err))
 	}
 	c.mu.Lock()
-	switch e.Op {
-	case "set":
+	if e.Op == "set" {
 		c.members[e.ID] = memberMeta{HTTPAddr: e.HTTPAddr, Region: e.Region, Zone: e.Zone}
-	case "delete":
+	} else {
 		delete(c.members, e.ID)
 	}
 	c.mu.Unlock()
@@ -198,35 +191,35 @@ func snapshotOpened(rc io.ReadCloser) *indexedSnapshot {
 }
 
 func (c *clusterFSM) restore(rc io.ReadCloser) error {
-	br := bufio.NewReader(rc)
-	if head, _ := br.Peek(len(snapHeader)); string(head) == snapHeader || string(head) == snapHeaderV1 {
-		line, err := br.ReadString('\n')
-		if err == nil {
-			var members map[string]memberMeta
-			members, err = decodeMembers(line)
-			if err == nil {
-				c.mu.Lock()
-				c.members = members
-				c.mu.Unlock()
-			}
-		}
+	version, section, rest, err := fsm.ReadClusterSection(rc)
+	if err == nil && section != nil {
+		var members map[string]memberMeta
+		members, err = decodeMembers(version, section)
 		if err != nil {
-			rc.Close()
-			return fmt.Errorf("cluster snapshot header: %w", err)
+			err = fmt.Errorf("cluster snapshot section: %w", err)
+		} else {
+			c.mu.Lock()
+			c.members = members
+			c.mu.Unlock()
 		}
+	}
+	if err != nil {
+		rc.Close()
+		return err
 	}
 	return c.inner.Restore(struct {
 		io.Reader
 		io.Closer
-	}{br, rc})
+	}{rest, rc})
 }
 
-// decodeMembers reads the header line of a cluster snapshot.
-func decodeMembers(line string) (map[string]memberMeta, error) {
+// decodeMembers reads the payload of a cluster snapshot section of the
+// given version (fsm has refused the versions it does not know).
+func decodeMembers(version int, payload []byte) (map[string]memberMeta, error) {
 	members := map[string]memberMeta{}
-	if rest, ok := strings.CutPrefix(line, snapHeaderV1); ok {
+	if version == 1 {
 		addrs := map[string]string{}
-		if err := json.Unmarshal([]byte(rest), &addrs); err != nil {
+		if err := json.Unmarshal(payload, &addrs); err != nil {
 			return nil, err
 		}
 		for id, a := range addrs {
@@ -234,7 +227,7 @@ func decodeMembers(line string) (map[string]memberMeta, error) {
 		}
 		return members, nil
 	}
-	return members, json.Unmarshal([]byte(strings.TrimPrefix(line, snapHeader)), &members)
+	return members, json.Unmarshal(payload, &members)
 }
 
 type clusterSnapshot struct {
@@ -244,7 +237,7 @@ type clusterSnapshot struct {
 
 func (s *clusterSnapshot) Persist(sink raft.SnapshotSink) error {
 	b, _ := json.Marshal(s.members) // encoding/json sorts map keys
-	if _, err := fmt.Fprintf(sink, "%s%s\n", snapHeader, b); err != nil {
+	if err := fsm.WriteClusterSection(sink, b); err != nil {
 		sink.Cancel()
 		return err
 	}

@@ -40,7 +40,7 @@ func TestMembershipSnapshotVersions(t *testing.T) {
 		t.Fatalf("restored %+v, want %+v", restored.table(), c.table())
 	}
 
-	v1 := append([]byte(snapHeaderV1+`{"n1":"10.0.0.1:8778"}`+"\n"), placement...)
+	v1 := append([]byte(`placementd-cluster v1 {"n1":"10.0.0.1:8778"}`+"\n"), placement...)
 	old := newClusterFSM(fsm.New(), 0)
 	if err := old.Restore(io.NopCloser(bytes.NewReader(v1))); err != nil {
 		t.Fatal(err)

@@ -26,12 +26,11 @@ import (
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
-	"github.com/placementd/placementd/snapshot"
 )
 
 // Data written by an older placementd must be read by a newer one. The
 // fixtures under testdata/ were written by the build that introduced each
-// format version and are kept forever: when snapshot.FormatVersion or
+// format version and are kept forever: when fsm.SnapshotVersion or
 // fsm.EntryVersion goes up, write new ones with
 //
 //	PLACEMENTD_WRITE_FIXTURES=v3 go test ./cluster/ -run TestWriteUpgradeFixtures
@@ -337,7 +336,7 @@ func TestWriteUpgradeFixtures(t *testing.T) {
 	if version == "" {
 		t.Skip("set PLACEMENTD_WRITE_FIXTURES=vN to write the fixtures of the current formats")
 	}
-	fx := upgradeFixture{name: version, snapshotFormat: snapshot.FormatVersion, batches: true, writeOrder: true}
+	fx := upgradeFixture{name: version, snapshotFormat: fsm.SnapshotVersion, batches: true, writeOrder: true}
 	dir := t.TempDir()
 	d := openDiskNode(t, dir)
 	writeFixtureWorkload(t, d)
@@ -351,7 +350,7 @@ func TestWriteUpgradeFixtures(t *testing.T) {
 	if n := logBatches(t, dir); n == 0 {
 		t.Fatal("the burst of writes left no batch entry in the log")
 	}
-	digest, _, err := snapshot.Inspect(backup.Bytes())
+	digest, _, err := fsm.InspectSnapshot(backup.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +419,7 @@ func TestRestoreOldBackup(t *testing.T) {
 			if !bytes.HasPrefix(data, []byte(fmt.Sprintf("placementd-snapshot v%d\n", fx.snapshotFormat))) {
 				t.Fatalf("fixture header %q", data[:min(len(data), 24)])
 			}
-			digest, _, err := snapshot.Inspect(data)
+			digest, _, err := fsm.InspectSnapshot(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,7 +427,7 @@ func TestRestoreOldBackup(t *testing.T) {
 				t.Fatalf("the backup reads as digest %s, it was written at %s", digest, fx.digest)
 			}
 			dir := t.TempDir()
-			if _, err := snapshot.Seed(data, dir); err != nil {
+			if _, err := cluster.SeedRestore(data, dir); err != nil {
 				t.Fatal(err)
 			}
 			d := openDiskNode(t, dir)

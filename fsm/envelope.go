@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -88,14 +89,35 @@ func EncodeBatch(entries [][]byte) []byte {
 	return append(out, "]}"...)
 }
 
+// clusterEntryPrefix starts a cluster metadata entry: the cluster's own
+// record (package cluster's membership table) carried in the Raft log
+// beside the placement entries, which are JSON objects and start with
+// '{'. Its payload is the cluster's, opaque here; it has no version of
+// its own (the cluster refuses what it does not understand in it).
+var clusterEntryPrefix = []byte("\x00placementd-cluster ")
+
+// EncodeClusterEntry frames the cluster's payload as a log entry.
+func EncodeClusterEntry(payload []byte) []byte {
+	return append(append(make([]byte, 0, len(clusterEntryPrefix)+len(payload)), clusterEntryPrefix...), payload...)
+}
+
+// ClusterEntry returns the payload of a cluster metadata entry; ok is
+// false for any other entry (a placement entry, for Decode).
+func ClusterEntry(data []byte) (payload []byte, ok bool) {
+	return bytes.CutPrefix(data, clusterEntryPrefix)
+}
+
 // Decode reads a log entry back into its commands, in the order they are
 // to be applied: one, or several for a batch entry.
 func Decode(data []byte) ([]Entry, error) {
+	if _, ok := ClusterEntry(data); ok {
+		return nil, fmt.Errorf("log entry: a cluster metadata entry, not placement commands")
+	}
 	var env envelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		return nil, fmt.Errorf("log entry: %w", err)
 	}
-	if err := checkVersion(env.Version); err != nil {
+	if err := checkVersion("log entry", env.Version, EntryVersion); err != nil {
 		return nil, err
 	}
 	if env.Kind != batchKind {
@@ -119,7 +141,7 @@ func Decode(data []byte) ([]Entry, error) {
 	}
 	out := make([]Entry, len(elems))
 	for i, elem := range elems {
-		if err := checkVersion(elem.Version); err != nil {
+		if err := checkVersion("log entry", elem.Version, EntryVersion); err != nil {
 			return nil, fmt.Errorf("batch element %d: %w", i, err)
 		}
 		if elem.Kind == batchKind {
@@ -132,13 +154,6 @@ func Decode(data []byte) ([]Entry, error) {
 		out[i] = e
 	}
 	return out, nil
-}
-
-func checkVersion(v int) error {
-	if v < 1 || v > EntryVersion {
-		return fmt.Errorf("log entry: version %d not understood by this build (max %d)", v, EntryVersion)
-	}
-	return nil
 }
 
 func decodeCommand(env envelope) (Entry, error) {

@@ -121,7 +121,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // swaps it in.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	img, err := snapshot.Read(rc)
+	img, err := ReadSnapshot(rc)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (f *FSM) Digest() (string, uint64) {
 type fsmSnapshot struct{ version *state.Store }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := snapshot.Write(sink, s.version.Image()); err != nil {
+	if err := WriteSnapshot(sink, s.version.Image()); err != nil {
 		sink.Cancel()
 		return err
 	}

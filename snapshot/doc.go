@@ -1,6 +1,11 @@
-// Package snapshot owns the on-disk format of a state image: a one-line
-// header naming the format and its version, then the gzip-compressed JSON
-// of state.Image. Raft snapshots, `placementd snapshot save/restore` and
-// the state digest all use it, so a newer build can read what an older one
-// wrote (Read accepts every version up to FormatVersion).
+// Package snapshot encodes and decodes the body of a snapshot file: the
+// gzip-compressed JSON of state.Image, written and read one provider and
+// consumer at a time so that a large state is never held twice. It also
+// computes the state digest (the SHA-256 of that JSON without the log
+// index), which every command showing a digest uses.
+//
+// The snapshot file's header and its format version are package fsm's
+// (fsm.WriteSnapshot, fsm.ReadSnapshot), which chooses the body decoder
+// by version and refuses versions it does not know; this package never
+// sees the header. It must not import fsm, cluster or httpapi.
 package snapshot

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/internal/statecheck"
 	"github.com/placementd/placementd/snapshot"
 )
 
-// FuzzSnapshotRead feeds arbitrary snapshots to snapshot.Read and
+// FuzzSnapshotRead feeds arbitrary snapshots to fsm.ReadSnapshot and
 // state.Load, as a node restoring a snapshot does: neither may panic, and
 // a state that loads must be consistent and write a snapshot that reads
 // back to the same state. With wrap the input is the JSON image, given a
@@ -27,13 +28,13 @@ func FuzzSnapshotRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, wrap bool, data []byte) {
 		if wrap {
 			var b bytes.Buffer
-			fmt.Fprintf(&b, "placementd-snapshot v%d\n", snapshot.FormatVersion)
+			fmt.Fprintf(&b, "placementd-snapshot v%d\n", fsm.SnapshotVersion)
 			zw := gzip.NewWriter(&b)
 			zw.Write(data)
 			zw.Close()
 			data = b.Bytes()
 		}
-		img, err := snapshot.Read(bytes.NewReader(data))
+		img, err := fsm.ReadSnapshot(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
@@ -45,10 +46,10 @@ func FuzzSnapshotRead(f *testing.F) {
 			t.Fatalf("loaded state is inconsistent: %v", err)
 		}
 		var out bytes.Buffer
-		if err := snapshot.Write(&out, s.Image()); err != nil {
+		if err := fsm.WriteSnapshot(&out, s.Image()); err != nil {
 			t.Fatalf("loaded state does not write: %v", err)
 		}
-		again, err := snapshot.Read(&out)
+		again, err := fsm.ReadSnapshot(&out)
 		if err != nil {
 			t.Fatalf("written snapshot does not read: %v", err)
 		}

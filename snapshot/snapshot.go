@@ -1,27 +1,19 @@
 package snapshot
 
 import (
-	"bufio"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/placementd/placementd/fsm/state"
 )
 
-// FormatVersion is the snapshot format this build writes.
-const FormatVersion = 1
-
-const magic = "placementd-snapshot"
-
-// Write writes img in the current format.
-func Write(w io.Writer, img *state.Image) error {
-	if _, err := fmt.Fprintf(w, "%s v%d\n", magic, FormatVersion); err != nil {
-		return err
-	}
+// WriteBody writes img as the body of a snapshot file (format v1, after
+// the header fsm.WriteSnapshot writes): the gzip-compressed JSON of the
+// image.
+func WriteBody(w io.Writer, img *state.Image) error {
 	// Fastest compression: the JSON of a large state is hundreds of MB and
 	// the default level costs several times the encoding itself, while it
 	// compresses well (about 20 bytes per consumer) at any level.
@@ -35,32 +27,20 @@ func Write(w io.Writer, img *state.Image) error {
 	return zw.Close()
 }
 
-// Read reads an image written by Write of this or an older version.
-func Read(r io.Reader) (*state.Image, error) {
-	br := bufio.NewReader(r)
-	header, err := br.ReadString('\n')
+// ReadBody reads a body written by WriteBody, to its end.
+func ReadBody(r io.Reader) (*state.Image, error) {
+	zr, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: reading header: %w", err)
-	}
-	var version int
-	if _, err := fmt.Sscanf(strings.TrimSpace(header), magic+" v%d", &version); err != nil {
-		return nil, fmt.Errorf("snapshot: not a placementd snapshot (header %q)", strings.TrimSpace(header))
-	}
-	if version < 1 || version > FormatVersion {
-		return nil, fmt.Errorf("snapshot: format v%d is newer than this build understands (v%d)", version, FormatVersion)
-	}
-	zr, err := gzip.NewReader(br)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, err
 	}
 	img, err := decodeImage(zr)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: decoding state: %w", err)
+		return nil, fmt.Errorf("decoding state: %w", err)
 	}
 	// Read to the end so gzip checks its CRC and length: a file cut just
 	// after the JSON would otherwise pass.
 	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, err
 	}
 	return img, nil
 }

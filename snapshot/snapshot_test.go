@@ -3,27 +3,23 @@ package snapshot
 import (
 	"bytes"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/placementd/placementd/fsm/state"
 )
 
-func TestWriteReadRoundTrip(t *testing.T) {
+func TestBodyRoundTrip(t *testing.T) {
 	s := state.New()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	(&state.CreateResourceClass{Name: "CUSTOM_A"}).Apply(s, state.Meta{Time: now})
 	(&state.CreateTrait{Name: "CUSTOM_T"}).Apply(s, state.Meta{Time: now})
 	img := s.Image()
 	var buf bytes.Buffer
-	if err := Write(&buf, img); err != nil {
+	if err := WriteBody(&buf, img); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(buf.String(), "placementd-snapshot v1\n") {
-		t.Fatalf("header: %q", buf.String()[:30])
-	}
-	got, err := Read(&buf)
+	got, err := ReadBody(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,9 +35,14 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	}
 }
 
-func TestReadRefusesNewerOrForeignFormats(t *testing.T) {
-	for _, in := range []string{"placementd-snapshot v2\n", "something else\n", ""} {
-		if _, err := Read(strings.NewReader(in)); err == nil {
+func TestReadBodyRefusesDamage(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteBody(&buf, state.New().Image()); err != nil {
+		t.Fatal(err)
+	}
+	whole := buf.Bytes()
+	for _, in := range [][]byte{nil, []byte("something else\n"), whole[:len(whole)-8]} {
+		if _, err := ReadBody(bytes.NewReader(in)); err == nil {
 			t.Errorf("read %q without error", in)
 		}
 	}
@@ -91,10 +92,10 @@ func TestAllocationOrderSurvives(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := Write(&buf, s.Image()); err != nil {
+	if err := WriteBody(&buf, s.Image()); err != nil {
 		t.Fatal(err)
 	}
-	img, err := Read(&buf)
+	img, err := ReadBody(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

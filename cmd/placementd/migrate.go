@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/snapshot"
 	"github.com/placementd/placementd/snapshot/export"
@@ -89,7 +90,7 @@ func clusterImage(ctx context.Context, c *cluster.Client) (*state.Image, error) 
 	if err := c.Snapshot(ctx, &buf); err != nil {
 		return nil, err
 	}
-	return snapshot.Read(&buf)
+	return fsm.ReadSnapshot(&buf)
 }
 
 func writeFileAtomic(file string, write func(io.Writer) error) error {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/snapshot"
+	"github.com/placementd/placementd/fsm"
 )
 
 // operatorFlags are the flags of the commands that talk to a running
@@ -228,7 +228,7 @@ func snapshotCommand(args []string) error {
 		if err != nil {
 			return err
 		}
-		digest, err := snapshot.Seed(data, dataDir)
+		digest, err := cluster.SeedRestore(data, dataDir)
 		if err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func snapshotCommand(args []string) error {
 		if err != nil {
 			return err
 		}
-		digest, idx, err := snapshot.Inspect(data)
+		digest, idx, err := fsm.InspectSnapshot(data)
 		if err != nil {
 			return err
 		}
@@ -273,7 +273,7 @@ func saveSnapshot(ctx context.Context, c *cluster.Client, file string) error {
 	if err != nil {
 		return err
 	}
-	digest, idx, err := snapshot.Inspect(data)
+	digest, idx, err := fsm.InspectSnapshot(data)
 	if err != nil {
 		return fmt.Errorf("the snapshot received is damaged: %w", err)
 	}

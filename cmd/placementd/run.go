@@ -21,7 +21,6 @@ import (
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
-	"github.com/placementd/placementd/snapshot"
 )
 
 // peersFile remembers the API addresses of the other members, so a node
@@ -44,7 +43,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	if n := cf.bootstrapExpect; n != 0 && (n < 0 || len(dedupe(joins)) != n) {
 		return fmt.Errorf("--bootstrap-expect %d: --join must list exactly that many addresses, not %d", n, len(dedupe(joins)))
 	}
-	pending := filepath.Join(c.dataDir, snapshot.PendingRestore)
+	pending := filepath.Join(c.dataDir, cluster.PendingRestore)
 	_, statErr := os.Stat(pending)
 	restoring := statErr == nil
 	if restoring && len(joins) > 0 {
@@ -248,7 +247,7 @@ func restorePending(node *cluster.Node, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	digest, _, err := snapshot.Inspect(data)
+	digest, _, err := fsm.InspectSnapshot(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

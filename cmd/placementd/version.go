@@ -6,7 +6,6 @@ import (
 	"runtime"
 
 	"github.com/placementd/placementd/fsm"
-	"github.com/placementd/placementd/snapshot"
 )
 
 // printVersion is `placementd version`: the build, and the data formats it
@@ -15,6 +14,6 @@ import (
 func printVersion(w io.Writer) {
 	fmt.Fprintf(w, "placementd %s\n", version)
 	fmt.Fprintf(w, "  Placement API microversions 1.0-1.39\n")
-	fmt.Fprintf(w, "  snapshot format v%d, log entry format v%d\n", snapshot.FormatVersion, fsm.EntryVersion)
+	fmt.Fprintf(w, "  snapshot format v%d, log entry format v%d\n", fsm.SnapshotVersion, fsm.EntryVersion)
 	fmt.Fprintf(w, "  %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

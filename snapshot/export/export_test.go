@@ -72,7 +72,7 @@ func (nd *node) image(t *testing.T) *state.Image {
 	if err := nd.client.Snapshot(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
-	img, err := snapshot.Read(&buf)
+	img, err := fsm.ReadSnapshot(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/snapshot"
 	"github.com/placementd/placementd/snapshot/export"
@@ -472,7 +473,7 @@ func clusterDigest(t *testing.T, ctx context.Context, addr string) string {
 	if err := (&cluster.Client{Addr: addr, Secret: secret}).Snapshot(ctx, &buf); err != nil {
 		t.Fatal(err)
 	}
-	img, err := snapshot.Read(&buf)
+	img, err := fsm.ReadSnapshot(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package snapshot
+package cluster
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/placementd/placementd/fsm"
 )
 
 // PendingRestore is the file in a data directory that `placementd snapshot
@@ -14,21 +15,12 @@ import (
 // later), and removes the file, all before it serves requests.
 const PendingRestore = "restore-pending.snapshot"
 
-// Inspect reads a snapshot file fully and returns its digest and the last
-// log index it covers; an unreadable or truncated file is an error.
-func Inspect(data []byte) (digest string, lastIndex uint64, err error) {
-	img, err := Read(bytes.NewReader(data))
-	if err != nil {
-		return "", 0, err
-	}
-	return Digest(img), img.LastIndex, nil
-}
-
-// Seed validates the snapshot data and places it in dataDir as the pending
-// restore. dataDir must not hold a node's Raft state already: restoring
-// replaces a cluster's state and belongs to a new cluster.
-func Seed(data []byte, dataDir string) (digest string, err error) {
-	digest, _, err = Inspect(data)
+// SeedRestore validates the snapshot file data and places it in dataDir
+// as the pending restore. dataDir must not hold a node's Raft state
+// already: restoring replaces a cluster's state and belongs to a new
+// cluster.
+func SeedRestore(data []byte, dataDir string) (digest string, err error) {
+	digest, _, err = fsm.InspectSnapshot(data)
 	if err != nil {
 		return "", err
 	}

@@ -168,7 +168,7 @@ func newFuzzAPI() (*fuzzAPI, error) {
 
 // recordDecoderSeeds makes the fuzz targets' seed runs write the log
 // entries they apply and the states they reach as seeds of the decoders'
-// fuzz targets (fsm.Decode, snapshot.Read with state.Load):
+// fuzz targets (fsm.Decode, fsm.ReadSnapshot with state.Load):
 //
 //	go test ./httpapi -run '^Fuzz' -fuzz.record-decoder-seeds
 var recordDecoderSeeds = flag.Bool("fuzz.record-decoder-seeds", false,

@@ -32,4 +32,14 @@
 // keeps a quorum, leadership transfer, and the leader preference that
 // Handler.Run applies; Run also keeps connections to the other voters'
 // APIs open (background.go) so that forwarding pays no handshake.
+//
+// Membership (meta.go): the members' API addresses and labels are a table
+// kept through the Raft log and in Raft snapshots beside the placement
+// state. Its meaning (set and delete of a member's entry) is this package's;
+// its framing on disk is package fsm's, which owns every persisted format:
+// the entries go through fsm.EncodeClusterEntry and fsm.ClusterEntry, the
+// table in a snapshot through fsm.WriteClusterSection and
+// fsm.ReadClusterSection. A restore from a backup (`placementd snapshot
+// restore`) is seeded into a data directory by SeedRestore and installed
+// by the node's first start.
 package cluster

@@ -15,14 +15,17 @@ import (
 	"github.com/placementd/placementd/fsm"
 )
 
-// Membership entries as every build so far has written them: a build
-// must write them byte for byte so, and read them to the same table.
+// Membership entries as builds have written them (the labels since
+// section v2): a build must write them byte for byte so, and read them to
+// the same table.
 var goldenMembershipEntries = []struct {
 	entry metaEntry
 	data  string
 }{
 	{metaEntry{Op: "set", ID: "n1", HTTPAddr: "10.0.0.1:8778"}, "\x00placementd-cluster {\"op\":\"set\",\"id\":\"n1\",\"http_addr\":\"10.0.0.1:8778\"}"},
 	{metaEntry{Op: "set", ID: "n2", HTTPAddr: "[fd00::2]:8778"}, "\x00placementd-cluster {\"op\":\"set\",\"id\":\"n2\",\"http_addr\":\"[fd00::2]:8778\"}"},
+	{metaEntry{Op: "set", ID: "n3", HTTPAddr: "10.0.0.3:8778", Region: "east", Zone: "east-a"},
+		"\x00placementd-cluster {\"op\":\"set\",\"id\":\"n3\",\"http_addr\":\"10.0.0.3:8778\",\"region\":\"east\",\"zone\":\"east-a\"}"},
 	{metaEntry{Op: "set", ID: "n1", HTTPAddr: "10.0.0.9:8778"}, "\x00placementd-cluster {\"op\":\"set\",\"id\":\"n1\",\"http_addr\":\"10.0.0.9:8778\"}"},
 	{metaEntry{Op: "delete", ID: "n2"}, "\x00placementd-cluster {\"op\":\"delete\",\"id\":\"n2\"}"},
 }
@@ -37,7 +40,7 @@ func TestMembershipEntriesAsWritten(t *testing.T) {
 			t.Fatalf("entry %d: %v", i, res)
 		}
 	}
-	if want := map[string]string{"n1": "10.0.0.9:8778"}; !maps.Equal(c.table(), want) {
+	if want := map[string]memberMeta{"n1": {HTTPAddr: "10.0.0.9:8778"}, "n3": {HTTPAddr: "10.0.0.3:8778", Region: "east", Zone: "east-a"}}; !maps.Equal(c.table(), want) {
 		t.Fatalf("table %v, want %v", c.table(), want)
 	}
 	if digest, _ := c.inner.Digest(); digest != emptyDigest(t) {
@@ -70,71 +73,72 @@ func TestMembershipEntryNotUnderstoodStops(t *testing.T) {
 	}
 }
 
-// The golden Raft snapshot (fsm/testdata/golden, written as this package
-// writes them) restores the membership table in its section and the
-// placement state after it; what Persist writes reads back the same.
+// The golden Raft snapshots (fsm/testdata/golden, written as this
+// package writes them, one per section version) restore the membership
+// table in their section and the placement state after it; what Persist
+// writes reads back the same.
 func TestClusterSnapshotGolden(t *testing.T) {
-	const golden = "../fsm/testdata/golden/raft-snapshot-cluster-v1-snapshot-v1"
-	data, err := os.ReadFile(golden + ".snap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want struct {
-		Digest         string `json:"digest"`
-		ClusterSection string `json:"cluster_section"`
-	}
-	side, err := os.ReadFile(golden + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(side, &want); err != nil {
-		t.Fatal(err)
-	}
-	var wantTable map[string]string
-	if err := json.Unmarshal([]byte(want.ClusterSection), &wantTable); err != nil {
-		t.Fatal(err)
-	}
+	for file, wantTable := range map[string]map[string]memberMeta{
+		"raft-snapshot-cluster-v1-snapshot-v1": {
+			"n1": {HTTPAddr: "10.0.0.1:8778"}, "n2": {HTTPAddr: "10.0.0.2:8778"}, "n3": {HTTPAddr: "[fd00::3]:8778"}},
+		"raft-snapshot-cluster-v2-snapshot-v1": {
+			"n1": {HTTPAddr: "10.0.0.1:8778", Region: "east", Zone: "east-a"}, "n2": {HTTPAddr: "10.0.0.2:8778", Region: "west"},
+			"n3": {HTTPAddr: "[fd00::3]:8778"}},
+	} {
+		t.Run(file, func(t *testing.T) {
+			golden := "../fsm/testdata/golden/" + file
+			data, err := os.ReadFile(golden + ".snap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want struct {
+				Digest string `json:"digest"`
+			}
+			side, err := os.ReadFile(golden + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(side, &want); err != nil {
+				t.Fatal(err)
+			}
 
-	c := newClusterFSM(fsm.New(), 0)
-	if err := c.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
-		t.Fatal(err)
-	}
-	if !maps.Equal(c.table(), wantTable) || len(wantTable) == 0 {
-		t.Fatalf("table %v, want %v", c.table(), wantTable)
-	}
-	if digest, _ := c.inner.Digest(); digest != want.Digest {
-		t.Fatalf("restored digest %s, want %s", digest, want.Digest)
-	}
+			c := newClusterFSM(fsm.New(), 0)
+			if err := c.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(c.table(), wantTable) {
+				t.Fatalf("table %v, want %v", c.table(), wantTable)
+			}
+			if digest, _ := c.inner.Digest(); digest != want.Digest {
+				t.Fatalf("restored digest %s, want %s", digest, want.Digest)
+			}
 
-	snap, err := c.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &bufferSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	again := newClusterFSM(fsm.New(), 0)
-	if err := again.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
-	if digest, _ := again.inner.Digest(); !maps.Equal(again.table(), wantTable) || digest != want.Digest {
-		t.Fatalf("written again, it restores to %v %s", again.table(), digest)
-	}
+			snap, err := c.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := snap.Persist(&bufSink{Buffer: &buf}); err != nil {
+				t.Fatal(err)
+			}
+			again := newClusterFSM(fsm.New(), 0)
+			if err := again.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
+				t.Fatal(err)
+			}
+			if digest, _ := again.inner.Digest(); !maps.Equal(again.table(), wantTable) || digest != want.Digest {
+				t.Fatalf("written again, it restores to %v %s", again.table(), digest)
+			}
 
-	// A section from a newer build is refused, and the table kept.
-	newer := bytes.Replace(data, []byte("placementd-cluster v1 "), []byte("placementd-cluster v2 "), 1)
-	err = again.Restore(io.NopCloser(bytes.NewReader(newer)))
-	if err == nil || !strings.Contains(err.Error(), "cluster snapshot section format v2 was written by a newer placementd") {
-		t.Fatalf("restore of a newer section: %v", err)
-	}
-	if !maps.Equal(again.table(), wantTable) {
-		t.Fatal("a refused restore changed the table")
+			// A section from a newer build is refused, and the table kept.
+			newer := fmt.Sprintf("placementd-cluster v%d ", fsm.ClusterSectionVersion+1)
+			data = append([]byte(newer), data[len("placementd-cluster v1 "):]...)
+			err = again.Restore(io.NopCloser(bytes.NewReader(data)))
+			if want := fmt.Sprintf("cluster snapshot section format v%d was written by a newer placementd", fsm.ClusterSectionVersion+1); err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("restore of a newer section: %v", err)
+			}
+			if !maps.Equal(again.table(), wantTable) {
+				t.Fatal("a refused restore changed the table")
+			}
+		})
 	}
 }
-
-type bufferSink struct{ bytes.Buffer }
-
-func (s *bufferSink) ID() string    { return "test" }
-func (s *bufferSink) Cancel() error { return nil }
-func (s *bufferSink) Close() error  { return nil }

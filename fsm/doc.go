@@ -38,8 +38,10 @@
 //     gzip-compressed JSON of state.Image, which package snapshot encodes
 //     and decodes). Raft snapshots, backups and the state digest use it.
 //   - Raft snapshots written by package cluster: the cluster's section, a
-//     line "placementd-cluster v1 " with its payload (ClusterSectionVersion),
-//     then a snapshot file. A backup given to raft.Restore has no section.
+//     line "placementd-cluster v2 " with its payload (ClusterSectionVersion;
+//     the cluster decodes the payload by the version ReadClusterSection
+//     returns), then a snapshot file. A backup given to raft.Restore has
+//     no section.
 //
 // testdata/golden holds log entries of every command kind (alone and in
 // batches) and snapshots as builds wrote them, with the results and

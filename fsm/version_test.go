@@ -118,7 +118,7 @@ func TestNewerSnapshotVersionIsRefused(t *testing.T) {
 func TestNewerClusterSectionVersionIsRefused(t *testing.T) {
 	newer := ClusterSectionVersion + 1
 	data := withHeader(t, goldenDir+"/raft-snapshot-cluster-v1-snapshot-v1.snap", "placementd-cluster v1 ", fmt.Sprintf("placementd-cluster v%d ", newer))
-	_, _, err := ReadClusterSection(bytes.NewReader(data))
+	_, _, _, err := ReadClusterSection(bytes.NewReader(data))
 	wantVersionError(t, err, "cluster snapshot section", newer, ClusterSectionVersion)
 }
 
@@ -154,8 +154,8 @@ func TestClusterSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section, rest, err := ReadClusterSection(bytes.NewReader(snap))
-	if err != nil || section != nil {
+	version, section, rest, err := ReadClusterSection(bytes.NewReader(snap))
+	if err != nil || section != nil || version != 0 {
 		t.Fatalf("a backup has a cluster section %q (%v)", section, err)
 	}
 	if _, err := ReadSnapshot(rest); err != nil {
@@ -167,9 +167,9 @@ func TestClusterSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf.Write(snap)
-	section, rest, err = ReadClusterSection(&buf)
-	if err != nil || string(section) != `{"n1":"a:1"}` {
-		t.Fatalf("section %q %v", section, err)
+	version, section, rest, err = ReadClusterSection(&buf)
+	if err != nil || string(section) != `{"n1":"a:1"}` || version != ClusterSectionVersion {
+		t.Fatalf("section v%d %q %v", version, section, err)
 	}
 	if _, err := ReadSnapshot(rest); err != nil {
 		t.Fatal(err)

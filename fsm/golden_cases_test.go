@@ -7,8 +7,8 @@ import (
 )
 
 // The scenarios the golden logs were written from (golden_test.go). Each
-// is written twice: every command its own entry (log entry v1), and the
-// same commands three to a batch entry (v2). Once a golden file exists
+// is written twice: every command its own entry (NAME-singles.json), and
+// the same commands three to a batch entry (NAME-batches.json). Once a golden file exists
 // its scenario here no longer matters to the tests, which read only the
 // file: change a scenario's commands only to write a new file (a new
 // name), never to rewrite an old one.
@@ -159,8 +159,54 @@ func goldenScenarios() []goldenScenario {
 					}},
 				},
 			}},
+		{name: "write-order", about: "log entry v3: allocations kept in the order written (PUT, POST, the reshaper) and classes numbered as upstream numbers them, beside commands without either",
+			cmds: writeOrderScenario()},
 		{name: "import", about: "imports: a first chunk with every kind of object and identifiers kept, a second one, a refused one, and a replacing one",
 			cmds: importCommands()},
+	}
+}
+
+// writeOrderScenario uses log entry v3: allocation writes that keep their
+// order, and classes numbered as upstream numbers them.
+func writeOrderScenario() []state.Command {
+	return []state.Command{
+		&state.CreateProvider{UUID: gRoot, Name: "root"},
+		&state.CreateProvider{UUID: gChild, Name: "child", ParentUUID: gRoot},
+		&state.CreateProvider{UUID: gOther, Name: "other"},
+		&state.SetInventories{Provider: gRoot, Inventories: []state.InventoryValues{vcpu, memory}},
+		&state.SetInventories{Provider: gChild, Inventories: []state.InventoryValues{disk}},
+		&state.SetInventories{Provider: gOther, Inventories: []state.InventoryValues{vcpu, disk}},
+		&state.SetAllocations{WriteOrder: true, Consumers: []state.ConsumerAllocations{{
+			Consumer: gConsumer, ProjectID: gProject, UserID: gUser, ConsumerType: "INSTANCE",
+			Allocations: []state.AllocationRequest{
+				{Provider: gOther, Class: "DISK_GB", Used: 10}, {Provider: gRoot, Class: "VCPU", Used: 2},
+				{Provider: gChild, Class: "DISK_GB", Used: 20}, {Provider: gRoot, Class: "MEMORY_MB", Used: 512}},
+		}}},
+		&state.SetAllocations{Post: true, WriteOrder: true, Consumers: []state.ConsumerAllocations{
+			{Consumer: gSecond, ProjectID: gProject, UserID: gUser,
+				Allocations: []state.AllocationRequest{{Provider: gOther, Class: "VCPU", Used: 1}, {Provider: gChild, Class: "DISK_GB", Used: 10}}},
+			{Consumer: gConsumer, ProjectID: gProject, UserID: gUser, CheckGeneration: true, Generation: ptr(int64(1)),
+				Allocations: []state.AllocationRequest{{Provider: gRoot, Class: "MEMORY_MB", Used: 1024}, {Provider: gOther, Class: "VCPU", Used: 2}}},
+		}},
+		// The same consumer's allocations written without WriteOrder
+		// (an older build's entry): sorted by provider, then class.
+		&state.SetAllocations{Consumers: []state.ConsumerAllocations{{
+			Consumer: gSecond, ProjectID: gProject, UserID: gUser,
+			Allocations: []state.AllocationRequest{{Provider: gOther, Class: "VCPU", Used: 1}, {Provider: gChild, Class: "DISK_GB", Used: 10}},
+		}}},
+		&state.Reshape{WriteOrder: true,
+			Inventories: []state.ReshapeInventory{{Provider: gChild, Generation: 4, Inventories: []state.InventoryValues{disk, vcpu}}},
+			Allocations: []state.ConsumerAllocations{{
+				Consumer: gSecond, ProjectID: gProject, UserID: gUser, CheckGeneration: true, Generation: ptr(int64(2)),
+				Allocations: []state.AllocationRequest{{Provider: gChild, Class: "VCPU", Used: 1}, {Provider: gOther, Class: "DISK_GB", Used: 20}, {Provider: gChild, Class: "DISK_GB", Used: 10}},
+			}},
+		},
+		&state.CreateResourceClass{Name: "CUSTOM_A", MaxPlusOne: true},
+		&state.CreateResourceClass{Name: "CUSTOM_B", MaxPlusOne: true},
+		&state.DeleteResourceClass{Name: "CUSTOM_B"},
+		&state.CreateResourceClass{Name: "CUSTOM_C", MaxPlusOne: true}, // gets CUSTOM_B's id again
+		&state.CreateResourceClass{Name: "CUSTOM_D"},                   // an older build's entry: the counter
+		&state.CreateResourceClass{Name: "CUSTOM_A", IfMissing: true, MaxPlusOne: true},
 	}
 }
 

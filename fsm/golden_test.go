@@ -193,25 +193,14 @@ func TestWriteGolden(t *testing.T) {
 		t.Skip("go test ./fsm -run TestWriteGolden -update-golden writes the golden files that do not exist yet")
 	}
 	for _, sc := range goldenScenarios() {
-		writeOnce(t, sc.name+"-v1.json", encodeGoldenLog(t, sc.about+"; each command its own entry (v1)", goldenEntries(t, sc.cmds, false)))
-		writeOnce(t, sc.name+"-v2-batches.json", encodeGoldenLog(t, sc.about+"; three commands to a batch entry (v2)", goldenEntries(t, sc.cmds, true)))
+		writeOnce(t, sc.name+"-singles.json", encodeGoldenLog(t, sc.about+"; each command its own entry", goldenEntries(t, sc.cmds, false)))
+		writeOnce(t, sc.name+"-batches.json", encodeGoldenLog(t, sc.about+"; three commands to a batch entry", goldenEntries(t, sc.cmds, true)))
 	}
 
-	f := New()
-	for i, data := range goldenEntries(t, goldenSnapshotScenario(), false) {
-		f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
-	}
-	img := f.Version().Image()
-	digest, index := f.Digest()
-	var snap bytes.Buffer
-	if err := WriteSnapshot(&snap, img); err != nil {
-		t.Fatal(err)
-	}
-	name := fmt.Sprintf("snapshot-v%d", SnapshotVersion)
-	writeOnce(t, name+".snap", snap.Bytes())
-	writeOnce(t, name+".json", sidecar(t, goldenSnapshot{
-		About:  "the state after the import scenario's entries but its last, as a snapshot file (`placementd snapshot save`)",
-		Digest: digest, LastIndex: index}))
+	snap := writeGoldenSnapshot(t, fmt.Sprintf("snapshot-v%d", SnapshotVersion), goldenSnapshotScenario(),
+		"the state after the import scenario's entries but its last, as a snapshot file (`placementd snapshot save`)")
+	writeGoldenSnapshot(t, fmt.Sprintf("snapshot-v%d-write-order", SnapshotVersion), writeOrderScenario(),
+		"the state after the write-order scenario's entries (consumers' allocations in the order written), as a snapshot file")
 
 	// A Raft snapshot as package cluster writes it: its section (a
 	// membership table, opaque here) and the same snapshot file.
@@ -223,12 +212,38 @@ func TestWriteGolden(t *testing.T) {
 	if err := WriteClusterSection(&raftSnap, []byte(section)); err != nil {
 		t.Fatal(err)
 	}
-	raftSnap.Write(snap.Bytes())
-	name = fmt.Sprintf("raft-snapshot-cluster-v%d-snapshot-v%d", ClusterSectionVersion, SnapshotVersion)
+	raftSnap.Write(snap.data)
+	name := fmt.Sprintf("raft-snapshot-cluster-v%d-snapshot-v%d", ClusterSectionVersion, SnapshotVersion)
 	writeOnce(t, name+".snap", raftSnap.Bytes())
 	writeOnce(t, name+".json", sidecar(t, goldenSnapshot{
 		About:  "a Raft snapshot as package cluster writes it: the cluster's section (its membership table) and the snapshot file",
-		Digest: digest, LastIndex: index, ClusterSection: section}))
+		Digest: snap.Digest, LastIndex: snap.LastIndex, ClusterSection: section}))
+}
+
+type writtenSnapshot struct {
+	goldenSnapshot
+	data []byte
+}
+
+// writeGoldenSnapshot applies a scenario's commands, each its own entry,
+// and writes the state as a golden snapshot file NAME.snap with its
+// sidecar NAME.json (unless they exist).
+func writeGoldenSnapshot(t *testing.T, name string, cmds []state.Command, about string) writtenSnapshot {
+	f := New()
+	for i, data := range goldenEntries(t, cmds, false) {
+		f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
+	}
+	var out writtenSnapshot
+	out.About = about
+	out.Digest, out.LastIndex = f.Digest()
+	var buf bytes.Buffer
+	if err := WriteSnapshot(&buf, f.Version().Image()); err != nil {
+		t.Fatal(err)
+	}
+	out.data = buf.Bytes()
+	writeOnce(t, name+".snap", out.data)
+	writeOnce(t, name+".json", sidecar(t, out.goldenSnapshot))
+	return out
 }
 
 // clusterSectionExamples are payloads of the cluster's snapshot section
@@ -262,10 +277,8 @@ func goldenFiles(t *testing.T, pattern string) []string {
 func readGoldenLogs(t *testing.T) map[string]goldenLog {
 	t.Helper()
 	out := map[string]goldenLog{}
-	for _, path := range goldenFiles(t, "*-v*.json") {
-		if strings.HasPrefix(filepath.Base(path), "snapshot-") || strings.HasPrefix(filepath.Base(path), "raft-snapshot-") {
-			continue
-		}
+	files := append(goldenFiles(t, "*-singles.json"), goldenFiles(t, "*-batches.json")...)
+	for _, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -523,7 +536,7 @@ var snapshotAlwaysZero = map[string]string{
 }
 
 // Every field of every command holds a non-zero value in some golden
-// entry, and every field of the image in the golden snapshot, so that the
+// entry, and every field of the image in some golden snapshot, so that the
 // checks above see each of them read back: a new field fails here until a
 // new golden scenario gives it a value.
 func TestGoldenFieldsCovered(t *testing.T) {
@@ -549,6 +562,7 @@ func TestGoldenFieldsCovered(t *testing.T) {
 		}
 	}
 
+	imageSet := map[string]bool{}
 	for _, path := range goldenFiles(t, "snapshot-v*.snap") {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -558,12 +572,11 @@ func TestGoldenFieldsCovered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		set := map[string]bool{}
-		fieldsSet(reflect.ValueOf(img), set)
-		for _, field := range fieldsOf(reflect.TypeOf(state.Image{})) {
-			if _, ok := snapshotAlwaysZero[field]; !set[field] && !ok {
-				t.Errorf("%s gives %s no value", path, field)
-			}
+		fieldsSet(reflect.ValueOf(img), imageSet)
+	}
+	for _, field := range fieldsOf(reflect.TypeOf(state.Image{})) {
+		if _, ok := snapshotAlwaysZero[field]; !imageSet[field] && !ok {
+			t.Errorf("no golden snapshot gives %s a value", field)
 		}
 	}
 }

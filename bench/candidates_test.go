@@ -321,3 +321,40 @@ func BenchmarkCandidatesHTTP10k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCandidatesRandom measures the search with and without
+// randomization (upstream's randomize_allocation_candidates, what clouds
+// run) at limit 10 and 50 over 1k, 10k and 100k compute nodes, flat and
+// with NUMA children: with randomization the cost should follow the
+// limit, not the number of candidates.
+//
+//	go test ./bench/ -run '^$' -bench CandidatesRandom -cpu 1 -benchtime 2000x
+func BenchmarkCandidatesRandom(b *testing.B) {
+	for _, nodes := range []int{1000, 10000, 100000} {
+		for _, numa := range []bool{false, true} {
+			spec := fleetSpec{nodes: nodes, numa: numa}
+			query := benchQueries[0].query
+			if numa {
+				query = numaQuery
+			}
+			for _, limit := range []int{10, 50} {
+				for _, randomize := range []bool{false, true} {
+					name := fmt.Sprintf("nodes%d/numa=%v/limit%d/randomize=%v", nodes, numa, limit, randomize)
+					b.Run(name, func(b *testing.B) {
+						req := parseQuery(b, query)
+						req.Limit = limit
+						opt := candidates.Options{Randomize: randomize, MaxCandidates: 10000}
+						f := fleet(b, spec)
+						search := func(st *state.Store) {
+							res, err := candidates.Search(context.Background(), st, req, opt)
+							if err != nil || len(res.Candidates) != limit {
+								b.Fatalf("%v, %d candidates", err, len(res.Candidates))
+							}
+						}
+						measure(b, func() { f.Read(search) })
+					})
+				}
+			}
+		}
+	}
+}

@@ -17,3 +17,11 @@ func SetPruning(on bool) func() {
 
 // CellBytes is the estimate of what one level of one candidate costs.
 const CellBytes = cellBytes
+
+// OnSample makes f learn whether each randomized search drew its sample
+// (else it built every candidate), for a test; it returns the undo.
+func OnSample(f func(drawn bool)) func() {
+	old := sampled
+	sampled = f
+	return func() { sampled = old }
+}

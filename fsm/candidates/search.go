@@ -1,6 +1,7 @@
 package candidates
 
 import (
+	"cmp"
 	"context"
 	"iter"
 	"math/rand/v2"
@@ -174,7 +175,7 @@ func containsInt(list []int, v int) bool {
 }
 
 func sortByID(ps []*state.Provider) {
-	sort.Slice(ps, func(i, j int) bool { return ps[i].ID < ps[j].ID })
+	slices.SortFunc(ps, func(a, b *state.Provider) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // checkNames validates resource class and trait names in upstream's order
@@ -329,6 +330,28 @@ var seedFactor = 4
 // seedAnchors picks the most selective constraint every candidate must
 // meet and returns the roots able to meet it, when that is worth it.
 func (s *search) seedAnchors(groups []*group, want int) ([]*state.Provider, bool) {
+	bestEst, best := s.seedPlan(groups)
+	if best == nil {
+		return nil, false
+	}
+	// Trying roots in order visits about want*N/est of them before enough
+	// candidates turn up (all of them when everything is wanted).
+	n := providerCount(s.st)
+	scan := n
+	if want > 0 && bestEst > 0 && want*n/bestEst < scan {
+		scan = want * n / bestEst
+	}
+	if bestEst*seedFactor >= scan {
+		return nil, false
+	}
+	return best(), true
+}
+
+// seedPlan finds the most selective constraint every candidate must meet:
+// est is how many providers meet it (an estimate of the roots it leads
+// to), and roots lists those roots in ID order. roots is nil when no
+// constraint applies.
+func (s *search) seedPlan(groups []*group) (est int, roots func() []*state.Provider) {
 	bestEst := -1
 	var best func() []*state.Provider
 	consider := func(est int, f func() []*state.Provider) {
@@ -389,27 +412,19 @@ func (s *search) seedAnchors(groups []*group, want int) ([]*state.Provider, bool
 		}
 	}
 	if best == nil {
-		return nil, false
+		return 0, nil
 	}
-	// Trying roots in order visits about want*N/est of them before enough
-	// candidates turn up (all of them when everything is wanted).
-	n := providerCount(s.st)
-	scan := n
-	if want > 0 && bestEst > 0 && want*n/bestEst < scan {
-		scan = want * n / bestEst
-	}
-	if bestEst*seedFactor >= scan {
-		return nil, false
-	}
-	roots := best()
-	sortByID(roots)
-	out := roots[:0]
-	for i, p := range roots {
-		if i == 0 || p != roots[i-1] {
-			out = append(out, p)
+	return bestEst, func() []*state.Provider {
+		roots := best()
+		sortByID(roots)
+		out := roots[:0]
+		for i, p := range roots {
+			if i == 0 || p != roots[i-1] {
+				out = append(out, p)
+			}
 		}
+		return out
 	}
-	return out, true
 }
 
 // appendReachableRoots appends the roots of the trees that can use p: its
@@ -506,15 +521,22 @@ func (s *search) newLayout(groups []*group, full bool) *layout {
 	lay.needsShared = make([]bool, len(lay.levels))
 	for i, lv := range lay.levels {
 		for _, sp := range s.sharingAll {
-			if lv.g.granular || len(lv.g.classes) == 0 {
-				lay.needsShared[i] = lay.needsShared[i] || s.servesGranular(lv.g, sp)
-			} else {
-				r := lv.contrib[0]
-				lay.needsShared[i] = lay.needsShared[i] || (lv.g.InTree == "" && sp.HasCapacity(r.Class, r.Amount))
+			if !lay.needsShared[i] && s.mayShare(&lv, sp) {
+				lay.needsShared[i] = true
 			}
 		}
 	}
 	return lay
+}
+
+// mayShare reports whether sp, a sharing provider, could serve level lv
+// of some anchor outside its tree.
+func (s *search) mayShare(lv *level, sp *state.Provider) bool {
+	if lv.g.granular || len(lv.g.classes) == 0 {
+		return s.servesGranular(lv.g, sp)
+	}
+	r := lv.contrib[0]
+	return lv.g.InTree == "" && sp.HasCapacity(r.Class, r.Amount)
 }
 
 // anchorIter walks, depth-first, the product of the options of every level
@@ -726,32 +748,37 @@ func (s *search) appendClass(out []*state.Provider, g *group, r state.ResourceAm
 		return out
 	}
 	anchorIn := len(g.MemberOf) > 0 && inAllAggregates(a, g.MemberOf)
-	ok := func(p *state.Provider, inTree bool) bool {
-		if !p.HasCapacity(r.Class, r.Amount) || hasAnyTrait(p, g.Forbidden) || inAnyAggregate(p, g.ForbiddenAggs) {
-			return false
-		}
-		if len(g.MemberOf) == 0 || inAllAggregates(p, g.MemberOf) {
-			return true
-		}
-		return inTree && anchorIn
-	}
 	useTree := g.InTree == "" || g.inTreeRoot == a.UUID
 	useShared := g.InTree == ""
 	i, j := 0, 0
 	for (useTree && i < len(tree)) || (useShared && j < len(shared)) {
 		if useShared && j < len(shared) && (!useTree || i >= len(tree) || shared[j].ID < tree[i].ID) {
-			if ok(shared[j], false) {
+			if givesClass(g, r, shared[j], false, anchorIn) {
 				out = append(out, shared[j])
 			}
 			j++
 			continue
 		}
-		if ok(tree[i], true) {
+		if givesClass(g, r, tree[i], true, anchorIn) {
 			out = append(out, tree[i])
 		}
 		i++
 	}
 	return out
+}
+
+// givesClass reports whether p, of the anchor's tree (inTree) or a
+// sharing provider outside it, may give class r to the unsuffixed group g
+// (in_tree and the anchor's forbidden aggregates aside). anchorIn says
+// whether the anchor is in all of g's member_of aggregates.
+func givesClass(g *group, r state.ResourceAmount, p *state.Provider, inTree, anchorIn bool) bool {
+	if !p.HasCapacity(r.Class, r.Amount) || hasAnyTrait(p, g.Forbidden) || inAnyAggregate(p, g.ForbiddenAggs) {
+		return false
+	}
+	if len(g.MemberOf) == 0 || inAllAggregates(p, g.MemberOf) {
+		return true
+	}
+	return inTree && anchorIn
 }
 
 func (it *anchorIter) at(level int) *state.Provider { return it.opts[level][it.choice[level]] }
@@ -948,6 +975,19 @@ func (s *search) run() *Result {
 	lay := s.newLayout(s.groups, true)
 	limit := s.req.Limit
 	excludeNested := !s.req.NestedAware && s.hasTrees
+	// A random sample of limit candidates is drawn without building the
+	// others (sample.go), unless the summaries need them all (see
+	// summaries) or the cap leaves fewer than limit to sample from.
+	if s.opt.Randomize && limit > 0 && !excludeNested && (s.opt.MaxCandidates <= 0 || s.opt.MaxCandidates >= limit) {
+		held := s.held
+		if chosen, ok := s.randomCombinations(lay, limit); ok {
+			return s.result(lay, chosen, chosen, false, false)
+		}
+		if s.err != nil {
+			return nil
+		}
+		s.held = held
+	}
 	// Without randomization, the first `limit` candidates are the answer
 	// and generation can stop there. Before 1.29 the summaries of a limited
 	// answer depend on all candidates (see summaries), so all are needed.
@@ -1014,6 +1054,12 @@ func (s *search) run() *Result {
 	} else if s.opt.Randomize {
 		chosen = s.sample(all, len(all))
 	}
+	return s.result(lay, chosen, all, limited, excludeNested)
+}
+
+// result turns the chosen combinations into the answer (see summaries for
+// the other arguments).
+func (s *search) result(lay *layout, chosen, all [][]*state.Provider, limited, excludeNested bool) *Result {
 	res := &Result{Candidates: make([]Candidate, len(chosen))}
 	for i, c := range chosen {
 		res.Candidates[i] = lay.candidate(c)

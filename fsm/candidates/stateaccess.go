@@ -2,6 +2,7 @@ package candidates
 
 import (
 	"iter"
+	"weak"
 
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -21,6 +22,38 @@ func providerCount(st *state.Store) int { return st.Providers.Len() }
 func providersInOrder(st *state.Store) iter.Seq[*state.Provider] { return st.ProvidersInOrder() }
 
 func providerCursor(st *state.Store) *state.ProviderCursor { return st.ProviderCursor() }
+
+// providerSlots numbers n slots, each holding at most one provider (at
+// returns nil for an empty one) and every provider in exactly one, for
+// the random sampling (sample.go), which draws slots at random: at must
+// be cheap (constant or logarithmic time). Slots in ID order, with empty
+// slots where IDs were deleted, would do as well as the list used here.
+func providerSlots(st *state.Store) (n int, at func(i int) *state.Provider) {
+	list := providersInOrder(st)
+	return len(list), func(i int) *state.Provider { return list[i] }
+}
+
+// shapeKey changes when providers are created or deleted, a parent gains
+// or loses its last child, or an aggregate of a sharing provider gains or
+// loses members: what tells that a sampling shape (sample.go) may have
+// changed. It can miss changes that undo each other (and re-parenting
+// that leaves every parent with children): the sampling checks each
+// anchor it meets against the shape too.
+type shapeKey struct {
+	st                          weak.Pointer[state.Store]
+	nextID                      int64
+	providers, parents, sharing int
+	sharingMembers              int
+}
+
+func shapeKeyOf(st *state.Store, sharingByAgg map[string][]*state.Provider) shapeKey {
+	k := shapeKey{st: weak.Make(st), nextID: st.NextProviderID, providers: len(st.Providers), parents: len(st.Children)}
+	for agg, sps := range sharingByAgg {
+		k.sharing += len(sps)
+		k.sharingMembers += countInAggregate(st, agg)
+	}
+	return k
+}
 
 // hasProviderTrees reports whether some provider has a parent.
 func hasProviderTrees(st *state.Store) bool { return st.Children.Len() > 0 }

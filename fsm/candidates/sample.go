@@ -51,10 +51,12 @@ import (
 // more trees (or sharing providers) differ from the largest. When the
 // real slots turn out too sparse for the draws to beat building every
 // candidate (most anchors unable to serve the request, or fewer candidates
-// than the limit), it gives up after a budget of a few draws per anchor
-// slot, and the search builds every candidate and samples those: the same
-// distribution (the decision depends only on how many real slots were
-// met, not on which), at most about twice the work.
+// than the limit in a space larger than a few draws per anchor slot), it
+// gives up after that budget, and the search builds every candidate and
+// samples those: the same distribution (the decision depends only on how
+// many real slots were met, not on which), at most about twice the work.
+// A limit near the number of candidates is drawn too: the shuffle never
+// draws a slot twice, and a space gone through holds every candidate.
 //
 // Combinations made of sharing providers alone are the exception: one can
 // come from several anchors, and upstream keeps it once. The sampling is
@@ -67,6 +69,8 @@ import (
 const (
 	samplingMinDraws = 64
 	drawsPerSlot     = 8
+	// movedBytes is what a draw adds to the shuffle's map.
+	movedBytes = 48
 )
 
 // shape bounds what an anchor offers: per level, the most providers of
@@ -245,8 +249,8 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 		seeds := roots()
 		slots, at = len(seeds), func(i int) *state.Provider { return seeds[i] }
 	}
-	if 4*k > slots || sm.perAnchor > math.MaxInt64/uint64(max(slots, 1)) {
-		return nil, false, false // about as many wanted as there are anchors: build them all
+	if slots == 0 || sm.perAnchor > math.MaxInt64/uint64(slots) {
+		return nil, false, false
 	}
 	sm.it = anchorIter{s: s, lay: lay, opts: make([][]*state.Provider, n), choice: make([]int, n)}
 	for l := range sm.it.opts {
@@ -272,6 +276,7 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 		r := draw + s.randN(space-draw)
 		v := slotAt(r)
 		moved[r] = slotAt(draw)
+		s.hold(movedBytes)
 		if sm.real(at(int(v/sm.perAnchor)), v%sm.perAnchor) {
 			out = append(out, sm.it.snapshot())
 			s.hold(width * cellBytes)

@@ -301,7 +301,8 @@ func (sm *sampler) real(a *state.Provider, digits uint64) bool {
 	sm.tree = s.appendTree(sm.tree[:0], a)
 	sm.sharedDone = false
 	for l := range sm.lay.levels {
-		if countHeld(&sm.lay.levels[l], sm.tree) > sm.shape.held[l] {
+		// (A lone root fits any level some tree holds.)
+		if (len(sm.tree) > 1 || sm.shape.held[l] == 0) && countHeld(&sm.lay.levels[l], sm.tree) > sm.shape.held[l] {
 			sm.stale = true
 			return false
 		}
@@ -349,8 +350,15 @@ func (sm *sampler) real(a *state.Provider, digits uint64) bool {
 	return true
 }
 
-// nthHeld is the n-th provider of tree holding lv's classes, or nil.
+// nthHeld is the n-th provider of tree holding lv's classes, or nil. Of
+// a lone root it may return one that does not (which is then no option).
 func nthHeld(lv *level, tree []*state.Provider, n int) *state.Provider {
+	if len(tree) == 1 {
+		if n == 0 {
+			return tree[0]
+		}
+		return nil
+	}
 	for _, p := range tree {
 		if lv.holds(p) {
 			if n == 0 {

@@ -1061,11 +1061,95 @@ func (s *search) run() *Result {
 // the other arguments).
 func (s *search) result(lay *layout, chosen, all [][]*state.Provider, limited, excludeNested bool) *Result {
 	res := &Result{Candidates: make([]Candidate, len(chosen))}
+	b := newAnswerBuilder(lay, len(chosen))
 	for i, c := range chosen {
-		res.Candidates[i] = lay.candidate(c)
+		res.Candidates[i] = b.candidate(lay, c)
 	}
 	res.Summaries = s.summaries(lay, chosen, all, limited, excludeNested)
 	return res
+}
+
+// answerBuilder builds the candidates of an answer, cutting their slices
+// from slabs (a few small slices per candidate would be as many
+// allocations).
+type answerBuilder struct {
+	allocs   []Allocation
+	amounts  []state.ResourceAmount
+	mappings []Mapping
+	uuids    []string
+	// Scratch: the providers of a candidate, what one gets, the uuids of
+	// one mapping.
+	provs []*state.Provider
+	res   []state.ResourceAmount
+	us    []string
+}
+
+// newAnswerBuilder sizes the slabs for n candidates of lay: a candidate
+// uses at most a provider and a provider uuid per level, and an amount per
+// class of a level.
+func newAnswerBuilder(lay *layout, n int) *answerBuilder {
+	amounts := 0
+	for _, lv := range lay.levels {
+		amounts += len(lv.contrib)
+	}
+	levels := len(lay.levels)
+	return &answerBuilder{
+		allocs: make([]Allocation, n*levels), amounts: make([]state.ResourceAmount, n*amounts),
+		mappings: make([]Mapping, n*len(lay.groups)), uuids: make([]string, n*levels),
+	}
+}
+
+// cut returns n elements of *slab (a fresh slab when it runs short), with
+// no room to grow into the next ones.
+func cut[T any](slab *[]T, n int) []T {
+	if len(*slab) < n {
+		*slab = make([]T, max(n, 256))
+	}
+	out := (*slab)[:n:n]
+	*slab = (*slab)[n:]
+	return out
+}
+
+// candidate turns a combination into an allocation request: amounts of a
+// class from a provider summed over groups, providers in first-use order.
+func (b *answerBuilder) candidate(lay *layout, c []*state.Provider) Candidate {
+	provs := b.provs[:0]
+	for i, p := range c {
+		if lay.levels[i].resourceful() && !containsProvider(provs, p) {
+			provs = append(provs, p)
+		}
+	}
+	b.provs = provs
+	out := Candidate{Allocations: cut(&b.allocs, len(provs)), Mappings: cut(&b.mappings, len(lay.groups))}
+	for k, p := range provs {
+		rs := b.res[:0]
+		for i, q := range c {
+			if q != p {
+				continue
+			}
+			for _, r := range lay.levels[i].contrib {
+				j := slices.IndexFunc(rs, func(x state.ResourceAmount) bool { return x.Class == r.Class })
+				if j < 0 {
+					rs = append(rs, r)
+				} else {
+					rs[j].Amount += r.Amount
+				}
+			}
+		}
+		b.res = rs
+		out.Allocations[k] = Allocation{Provider: p.UUID, Resources: append(cut(&b.amounts, len(rs))[:0], rs...)}
+	}
+	for gi, g := range lay.groups {
+		us := b.us[:0]
+		for i := lay.first[g.idx]; i < len(c) && lay.levels[i].g == g; i++ {
+			if !containsString(us, c[i].UUID) {
+				us = append(us, c[i].UUID)
+			}
+		}
+		b.us = us
+		out.Mappings[gi] = Mapping{Suffix: g.Suffix, Providers: append(cut(&b.uuids, len(us))[:0], us...)}
+	}
+	return out
 }
 
 // sharingKey identifies a combination of sharing providers only.
@@ -1112,48 +1196,6 @@ func (s *search) sample(all [][]*state.Provider, k int) [][]*state.Provider {
 	return out[:k]
 }
 
-// candidate turns a combination into an allocation request: amounts of a
-// class from a provider summed over groups, providers in first-use order.
-func (lay *layout) candidate(c []*state.Provider) Candidate {
-	var out Candidate
-	for i, p := range c {
-		for _, r := range lay.levels[i].contrib {
-			k := -1
-			for j := range out.Allocations {
-				if out.Allocations[j].Provider == p.UUID {
-					k = j
-					break
-				}
-			}
-			if k < 0 {
-				k = len(out.Allocations)
-				out.Allocations = append(out.Allocations, Allocation{Provider: p.UUID})
-			}
-			a := &out.Allocations[k]
-			found := false
-			for j := range a.Resources {
-				if a.Resources[j].Class == r.Class {
-					a.Resources[j].Amount += r.Amount
-					found = true
-				}
-			}
-			if !found {
-				a.Resources = append(a.Resources, r)
-			}
-		}
-	}
-	for _, g := range lay.groups {
-		m := Mapping{Suffix: g.Suffix}
-		for i := lay.first[g.idx]; i < len(c) && lay.levels[i].g == g; i++ {
-			if !containsString(m.Providers, c[i].UUID) {
-				m.Providers = append(m.Providers, c[i].UUID)
-			}
-		}
-		out.Mappings = append(out.Mappings, m)
-	}
-	return out
-}
-
 func containsString(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -1170,11 +1212,13 @@ func containsString(list []string, s string) bool {
 // generated, not only the chosen) allocates from, then, when limiting,
 // those whose root is a root of a chosen candidate.
 func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited, excludeNested bool) []Summary {
-	roots := map[string]bool{}
+	roots := make(map[string]bool, len(chosen))
+	var rootList []*state.Provider
 	for _, c := range chosen {
 		for i, p := range c {
-			if lay.levels[i].resourceful() {
+			if lay.levels[i].resourceful() && !roots[p.RootUUID] {
 				roots[p.RootUUID] = true
+				rootList = append(rootList, s.rootOf(p))
 			}
 		}
 	}
@@ -1190,9 +1234,9 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 			}
 		}
 	} else {
-		for u := range roots {
-			if root := providerByUUID(s.st, u); root != nil {
-				provs = append(provs, s.treeOf(root)...)
+		for _, root := range rootList {
+			if root != nil {
+				provs = s.appendTree(provs, root)
 			}
 		}
 	}
@@ -1200,22 +1244,27 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 	// Upstream reads the trees' providers by root id (its index), then
 	// provider id.
 	sort.Slice(provs, func(i, j int) bool {
-		ri, rj := providerByUUID(s.st, provs[i].RootUUID).ID, providerByUUID(s.st, provs[j].RootUUID).ID
+		ri, rj := s.rootOf(provs[i]).ID, s.rootOf(provs[j]).ID
 		if ri != rj {
 			return ri < rj
 		}
 		return provs[i].ID < provs[j].ID
 	})
 	out := make([]Summary, len(provs))
+	inventories := 0
+	for _, p := range provs {
+		inventories += inventoryCount(p)
+	}
+	resources := make([]SummaryResource, inventories)
+	var classes []string
 	for i, p := range provs {
-		sum := Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: traitsInIDOrder(s.st, p)}
-		classes := inventoryClassesByID(s.st, p) // upstream's usage query gives them so
-		for _, class := range classes {
-			sum.Resources = append(sum.Resources, SummaryResource{
-				Class: class, Capacity: inventoryOf(p, class).Capacity(), Used: usageOf(p, class),
-			})
+		classes = appendInventoryClassesByID(s.st, classes[:0], p) // upstream's usage query gives them so
+		rs := cut(&resources, len(classes))
+		for j, class := range classes {
+			rs[j] = SummaryResource{Class: class, Capacity: inventoryOf(p, class).Capacity(), Used: usageOf(p, class)}
 		}
-		out[i] = sum
+		out[i] = Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: traitsInIDOrder(s.st, p),
+			Resources: rs}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package candidates
 
 import (
 	"iter"
+	"slices"
 	"weak"
 
 	"github.com/placementd/placementd/fsm/state"
@@ -135,15 +136,19 @@ func inventoryOf(p *state.Provider, class string) *state.Inventory { return p.In
 // usageOf is what p's allocations use of class.
 func usageOf(p *state.Provider, class string) int64 { return p.Usages[class] }
 
-// inventoryClasses lists the classes p has inventory of, by name.
-func inventoryClasses(p *state.Provider) []string { return state.SortedKeys(p.Inventories) }
-
-// inventoryClassesByID lists the classes p has inventory of, by class id.
-func inventoryClassesByID(st *state.Store, p *state.Provider) []string {
-	classes := inventoryClasses(p)
-	st.SortByClassID(classes)
-	return classes
+// appendInventoryClassesByID appends the classes p has inventory of, by
+// class id; inventoryCount is how many there are.
+func appendInventoryClassesByID(st *state.Store, buf []string, p *state.Provider) []string {
+	start := len(buf)
+	for c := range p.Inventories {
+		buf = append(buf, c)
+	}
+	slices.Sort(buf[start:])
+	st.SortByClassID(buf[start:])
+	return buf
 }
+
+func inventoryCount(p *state.Provider) int { return len(p.Inventories) }
 
 // hasAllTraits reports whether p has a trait of every OR-group; hasAnyTrait
 // whether it has one of traits. The aggregate forms are the same over p's

@@ -36,6 +36,8 @@ func main() {
 		dataDir   = flag.String("data-dir", "", "data directory (default: a temporary one)")
 		mutexRate = flag.Int("mutex-fraction", 0, "runtime.SetMutexProfileFraction (0: off)")
 		blockRate = flag.Int("block-rate", 0, "runtime.SetBlockProfileRate in ns (0: off)")
+		randomize = flag.Bool("randomize-allocation-candidates", false, "as placementd serve's flag")
+		maxCands  = flag.Int("max-allocation-candidates", 0, "as placementd serve's flag (0: its default)")
 	)
 	flag.Parse()
 	runtime.SetMutexProfileFraction(*mutexRate)
@@ -67,7 +69,8 @@ func main() {
 		log.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	api := httpapi.New(node, httpapi.Config{Logger: quiet})
+	api := httpapi.New(node, httpapi.Config{Logger: quiet, RandomizeAllocationCandidates: *randomize,
+		MaxAllocationCandidates: *maxCands})
 	front := node.Handler(api, cluster.HandlerOptions{Logger: quiet})
 	go func() { log.Fatal(http.ListenAndServe(*pprofAddr, nil)) }()
 	srv := &http.Server{Addr: *httpAddr, Handler: front}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -139,150 +138,104 @@ var (
 	postAllocationsSchema38 = schema.MustCompileBody(consumersSchemaJSON(1, consumerAllocationsSchemaJSON(0, true, true, true)))
 )
 
-// consumerBody is one consumer's part of a PUT, POST or reshaper body,
-// already validated.
-type consumerBody struct {
-	Allocations        json.RawMessage `json:"allocations"`
-	ProjectID          *string         `json:"project_id"`
-	UserID             *string         `json:"user_id"`
-	ConsumerGeneration json.RawMessage `json:"consumer_generation"`
-	ConsumerType       string          `json:"consumer_type"`
-}
-
-// allocationAmount reads a validated allocation amount. One too big for an int64
-// cannot fit any inventory (max_unit is at most 2^31-1): it becomes a
-// value that fails the max_unit check without overflowing sums.
-func allocationAmount(raw json.RawMessage) int64 {
-	if n, ok := jsonInt(raw); ok && n <= 1<<40 {
+// allocationAmount reads a validated allocation amount (a number's
+// literal). One too big for an int64 cannot fit any inventory (max_unit is
+// at most 2^31-1): it becomes a value that fails the max_unit check
+// without overflowing sums.
+func allocationAmount(lit string) int64 {
+	if n, ok := literalInt(lit); ok && n <= 1<<40 {
 		return n
 	}
 	return 1 << 40
 }
 
-// resourcesOf turns one provider's validated "resources" object into
+// resourcesOf appends one provider's validated "resources" object as
 // requests, in document order.
-func resourcesOf(provider string, raw json.RawMessage) ([]state.AllocationRequest, error) {
-	var res map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, err
+func resourcesOf(out []state.AllocationRequest, provider string, res schema.Doc) []state.AllocationRequest {
+	for _, class := range res.Keys() {
+		lit, _ := res.Get(class).Number()
+		out = append(out, state.AllocationRequest{Provider: provider, Class: class, Used: allocationAmount(lit)})
 	}
-	var out []state.AllocationRequest
-	for _, class := range objectKeys(raw) {
-		out = append(out, state.AllocationRequest{Provider: provider, Class: class, Used: allocationAmount(res[class])})
-	}
-	return out, nil
+	return out
 }
 
 // allocationsDict reads the dict format (1.12+): providers by uuid, in
-// document order.
-func allocationsDict(raw json.RawMessage) ([]state.AllocationRequest, error) {
-	var byProvider map[string]struct {
-		Resources json.RawMessage `json:"resources"`
-	}
-	if err := json.Unmarshal(raw, &byProvider); err != nil {
-		return nil, err
-	}
+// document order. Providers are looked up as spelt, as upstream's
+// get_by_uuid.
+func allocationsDict(allocs schema.Doc) []state.AllocationRequest {
 	var out []state.AllocationRequest
-	for _, rp := range objectKeys(raw) {
-		// Providers are looked up as spelt, as upstream's get_by_uuid.
-		reqs, err := resourcesOf(rp, byProvider[rp].Resources)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, reqs...)
+	for _, rp := range allocs.Keys() {
+		out = resourcesOf(out, rp, allocs.Get(rp).Get("resources"))
 	}
-	return out, nil
+	return out
 }
 
 // allocationsList reads the list format (before 1.12). As upstream turns
 // the list into a dict by provider, a provider listed twice keeps its
 // first position and its last resources.
-func allocationsList(raw json.RawMessage) ([]state.AllocationRequest, error) {
-	var items []struct {
-		ResourceProvider struct {
-			UUID string `json:"uuid"`
-		} `json:"resource_provider"`
-		Resources json.RawMessage `json:"resources"`
-	}
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, err
-	}
+func allocationsList(items schema.Doc) []state.AllocationRequest {
 	var order []string
-	last := map[string]json.RawMessage{}
-	for _, it := range items {
-		rp := it.ResourceProvider.UUID
+	last := map[string]schema.Doc{}
+	for i := 0; i < items.Len(); i++ {
+		it := items.Index(i)
+		rp, _ := it.Get("resource_provider").Get("uuid").Text()
 		if _, seen := last[rp]; !seen {
 			order = append(order, rp)
 		}
-		last[rp] = it.Resources
+		last[rp] = it.Get("resources")
 	}
 	var out []state.AllocationRequest
 	for _, rp := range order {
-		reqs, err := resourcesOf(rp, last[rp])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, reqs...)
+		out = resourcesOf(out, rp, last[rp])
 	}
-	return out, nil
+	return out
 }
 
 // consumerAllocations builds the state's request for one consumer from its
-// validated body at the request's microversion. Before 1.8 the consumer
-// gets the configured incomplete project and user; from 1.28 its
-// generation is checked; from 1.38 it carries a type.
-func (s *Server) consumerAllocations(r *http.Request, consumer string, b *consumerBody, list bool) (state.ConsumerAllocations, error) {
+// validated body (the schemas type every field read here) at the
+// request's microversion. Before 1.8 the consumer gets the configured
+// incomplete project and user; from 1.28 its generation is checked; from
+// 1.38 it carries a type.
+func (s *Server) consumerAllocations(r *http.Request, consumer string, body schema.Doc, list bool) state.ConsumerAllocations {
 	v := versionOf(r)
 	ca := state.ConsumerAllocations{
 		Consumer:  consumer,
 		ProjectID: s.cfg.IncompleteConsumerProjectID,
 		UserID:    s.cfg.IncompleteConsumerUserID,
 	}
-	if b.ProjectID != nil {
-		ca.ProjectID = *b.ProjectID
-		if b.UserID != nil {
-			ca.UserID = *b.UserID
+	if project, ok := body.Get("project_id").Text(); ok {
+		ca.ProjectID = project
+		if user, ok := body.Get("user_id").Text(); ok {
+			ca.UserID = user
 		}
 	}
 	if v.AtLeast(28) {
 		ca.CheckGeneration = true
-		if g := strings.TrimSpace(string(b.ConsumerGeneration)); g != "null" && g != "" {
-			n := jsonGeneration(b.ConsumerGeneration)
+		if lit, ok := body.Get("consumer_generation").Number(); ok {
+			n := jsonGeneration(json.RawMessage(lit))
 			ca.Generation = &n
 		}
 	}
 	if v.AtLeast(38) {
-		ca.ConsumerType = b.ConsumerType
+		ca.ConsumerType, _ = body.Get("consumer_type").Text()
 	}
-	var err error
 	if list {
-		ca.Allocations, err = allocationsList(b.Allocations)
+		ca.Allocations = allocationsList(body.Get("allocations"))
 	} else {
-		ca.Allocations, err = allocationsDict(b.Allocations)
+		ca.Allocations = allocationsDict(body.Get("allocations"))
 	}
-	return ca, err
+	return ca
 }
 
 // consumersOf reads POST /allocations' (and the reshaper's) validated
 // consumers, in document order, each named as spelt (upstream does not
 // canonicalise these).
-func (s *Server) consumersOf(w http.ResponseWriter, r *http.Request, raw json.RawMessage) ([]state.ConsumerAllocations, bool) {
-	var bodies map[string]consumerBody
-	if err := json.Unmarshal(raw, &bodies); err != nil {
-		writeBodyShapeError(w, r, err)
-		return nil, false
-	}
+func (s *Server) consumersOf(r *http.Request, bodies schema.Doc) []state.ConsumerAllocations {
 	out := []state.ConsumerAllocations{}
-	for _, key := range objectKeys(raw) {
-		b := bodies[key]
-		ca, err := s.consumerAllocations(r, key, &b, false)
-		if err != nil {
-			writeBodyShapeError(w, r, err)
-			return nil, false
-		}
-		out = append(out, ca)
+	for _, key := range bodies.Keys() {
+		out = append(out, s.consumerAllocations(r, key, bodies.Get(key), false))
 	}
-	return out, true
+	return out
 }
 
 // isUUIDLike is oslo's uuidutils.is_uuid_like.
@@ -317,15 +270,11 @@ func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 	case v.AtLeast(8):
 		sch = putAllocationsSchema8
 	}
-	var body consumerBody
+	var body schema.Doc
 	if !decodeBody(w, r, sch, &body) {
 		return
 	}
-	ca, err := s.consumerAllocations(r, consumer, &body, !v.AtLeast(12))
-	if err != nil {
-		writeBodyShapeError(w, r, err)
-		return
-	}
+	ca := s.consumerAllocations(r, consumer, body, !v.AtLeast(12))
 	if _, ok := s.apply(w, r, &state.SetAllocations{Consumers: []state.ConsumerAllocations{ca}, WriteOrder: true}); !ok {
 		return
 	}
@@ -346,15 +295,11 @@ func (s *Server) setAllocations(w http.ResponseWriter, r *http.Request) {
 	case v.AtLeast(28):
 		sch = postAllocationsSchema28
 	}
-	var body json.RawMessage
+	var body schema.Doc
 	if !decodeBody(w, r, sch, &body) {
 		return
 	}
-	consumers, ok := s.consumersOf(w, r, body)
-	if !ok {
-		return
-	}
-	if _, ok := s.apply(w, r, &state.SetAllocations{Post: true, Consumers: consumers, WriteOrder: true}); !ok {
+	if _, ok := s.apply(w, r, &state.SetAllocations{Post: true, Consumers: s.consumersOf(r, body), WriteOrder: true}); !ok {
 		return
 	}
 	writeNoContent(w)

@@ -211,11 +211,14 @@ func (s *Server) requireProvider(w http.ResponseWriter, r *http.Request, uuid st
 // jsonInt reads an integer field already validated by a schema. JSON
 // Schema counts 1.0 as an integer, so the number is read as a float when
 // it is not written as an integer. ok is false when it does not fit.
-func jsonInt(raw json.RawMessage) (n int64, ok bool) {
-	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+func jsonInt(raw json.RawMessage) (n int64, ok bool) { return literalInt(string(raw)) }
+
+// literalInt is jsonInt of a number's literal.
+func literalInt(lit string) (n int64, ok bool) {
+	if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
 		return n, true
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
+	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
 		return 0, false
 	}

@@ -103,7 +103,8 @@ func requireJSON(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // decodeBody reads a JSON body, validates it against sch and decodes it
-// into dst. On failure it has answered 400 (or 413/415) and returns false.
+// into dst; a *schema.Doc receives the document validated, decoded once.
+// On failure it has answered 400 (or 413/415) and returns false.
 func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst any) bool {
 	if !requireJSON(w, r) {
 		return false
@@ -118,13 +119,13 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 		return false
 	}
-	var doc any
+	var doc schema.Doc
 	if sch == nil {
-		doc, err = schema.DecodeJSON(body)
+		doc, err = schema.DecodeDoc(body)
 	} else {
-		// ValidateJSON keeps the document's key order, which upstream's
+		// ValidateDoc keeps the document's key order, which upstream's
 		// messages depend on.
-		doc, err = sch.ValidateJSON(body)
+		doc, err = sch.ValidateDoc(body)
 	}
 	var malformed *schema.DecodeError
 	switch {
@@ -134,14 +135,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 	case err != nil:
 		writeError(w, r, http.StatusBadRequest, "JSON does not validate: "+err.Error(), "")
 		return false
-	case hasNonFinite(doc):
+	case doc.NonFinite():
 		// Python's json reads NaN and Infinity, and a NaN
 		// allocation_ratio passes upstream's schema to fail later with a
 		// 500; placementd refuses it here.
 		writeError(w, r, http.StatusBadRequest, "Malformed JSON: Out of range float values are not JSON compliant", "")
 		return false
 	}
-	if dst != nil {
+	if d, ok := dst.(*schema.Doc); ok {
+		*d = doc
+	} else if dst != nil {
 		if err := json.Unmarshal(body, dst); err != nil {
 			writeBodyShapeError(w, r, err)
 			return false
@@ -209,28 +212,6 @@ func decodeEach[T any](raw json.RawMessage) (map[string]T, error) {
 		out[k] = t
 	}
 	return out, nil
-}
-
-// hasNonFinite reports whether a decoded document holds NaN or an
-// infinity, which Python's json accepts and no placement value can hold.
-func hasNonFinite(v any) bool {
-	switch t := v.(type) {
-	case json.Number:
-		return t == "NaN" || t == "Infinity" || t == "-Infinity"
-	case map[string]any:
-		for _, e := range t {
-			if hasNonFinite(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range t {
-			if hasNonFinite(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 var zeroTime time.Time

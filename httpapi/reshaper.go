@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi/schema"
@@ -57,43 +58,52 @@ func (s *Server) reshape(w http.ResponseWriter, r *http.Request) {
 	case v.AtLeast(34):
 		sch = reshaperSchema34
 	}
-	var body struct {
-		Inventories json.RawMessage `json:"inventories"`
-		Allocations json.RawMessage `json:"allocations"`
-	}
+	var body schema.Doc
 	if !decodeBody(w, r, sch, &body) {
 		return
 	}
-	var byProvider map[string]struct {
-		Generation  json.RawMessage `json:"resource_provider_generation"`
-		Inventories json.RawMessage `json:"inventories"`
-	}
-	if err := json.Unmarshal(body.Inventories, &byProvider); err != nil {
-		writeBodyShapeError(w, r, err)
-		return
-	}
+	inventories := body.Get("inventories")
 	cmd := &state.Reshape{WriteOrder: true}
-	for _, key := range objectKeys(body.Inventories) {
+	for _, key := range inventories.Keys() {
 		// Providers are looked up as spelt, as upstream's get_by_uuid.
-		entry, uuid := byProvider[key], key
-		records, err := decodeEach[map[string]json.RawMessage](entry.Inventories)
-		if err != nil {
-			writeBodyShapeError(w, r, err)
-			return
-		}
-		ri := state.ReshapeInventory{Provider: uuid, Generation: jsonGeneration(entry.Generation)}
-		for _, class := range objectKeys(entry.Inventories) {
-			ri.Inventories = append(ri.Inventories, inventoryValues(class, records[class]))
+		entry, uuid := inventories.Get(key), key
+		generation, _ := entry.Get("resource_provider_generation").Number()
+		ri := state.ReshapeInventory{Provider: uuid, Generation: jsonGeneration(json.RawMessage(generation))}
+		records := entry.Get("inventories")
+		for _, class := range records.Keys() {
+			rec, err := inventoryRecord(class, records.Get(class))
+			if err != nil {
+				writeBodyShapeError(w, r, err)
+				return
+			}
+			ri.Inventories = append(ri.Inventories, inventoryValues(class, rec))
 		}
 		cmd.Inventories = append(cmd.Inventories, ri)
 	}
-	consumers, ok := s.consumersOf(w, r, body.Allocations)
-	if !ok {
-		return
-	}
-	cmd.Allocations = consumers
+	cmd.Allocations = s.consumersOf(r, body.Get("allocations"))
 	if _, ok := s.apply(w, r, cmd); !ok {
 		return
 	}
 	writeNoContent(w)
+}
+
+// inventoryRecord is one class's validated inventory record as
+// inventoryValues reads one: each field's number literal ("null" for a
+// value of another kind, which reads as no number, as the field's raw
+// JSON would). The schema leaves classes outside its pattern open: a
+// record of another kind than an object is refused as decoding it into a
+// map would be.
+func inventoryRecord(class string, rec schema.Doc) (map[string]json.RawMessage, error) {
+	if kind := rec.Kind(); kind != "object" && kind != "null" {
+		return nil, &shapeError{class, &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[map[string]json.RawMessage]()}}
+	}
+	out := make(map[string]json.RawMessage, len(rec.Keys()))
+	for _, k := range rec.Keys() {
+		lit, ok := rec.Get(k).Number()
+		if !ok {
+			lit = "null"
+		}
+		out[k] = json.RawMessage(lit)
+	}
+	return out, nil
 }

@@ -1,25 +1,36 @@
 #!/bin/bash
 # make bench-compare: the same workload (bench/loadgen) against upstream
 # Placement from Debian's packages (placement-api under uwsgi with the
-# package's uwsgi settings, PostgreSQL behind it), placementd as a single
-# node and placementd as a 3-node cluster, one after the other in one run,
-# then one table with ratios to upstream.
+# package's uwsgi settings, PostgreSQL behind it) with
+# randomize_allocation_candidates on, as clouds and upstream's performance
+# job run it, and placementd with randomization on and off, as a single
+# node and as a 3-node cluster, one after the other in one run, then one
+# table with ratios to upstream. The workload ends with upstream's
+# performance-gate shape (loadgen's gate phase: ab -c 10 -n 500 of its
+# allocation-candidates query).
 #
-# Settings (environment): NODES (1000), CLIENTS (16), DURATION per phase
-# (20s), NUMA (false), LIMIT (50), TARGETS (upstream placementd-1
-# placementd-3 placementd-3-leader: 3 nodes with the clients spread over
-# them, then with every client sent to the leader, as a load balancer
-# checking /readyz?leader=true routes), KEEP=1 keeps the work directory,
+# Settings (environment): NODES (1000), CLIENTS (8, Nova's schedulers),
+# DURATION per phase (20s), NUMA (false), LIMIT (50), TARGETS (upstream,
+# then placementd-1, placementd-3-leader and placementd-3, each plain and
+# -random: 3 nodes with every client sent to the leader, as a load
+# balancer checking /readyz?leader=true routes, and with the clients
+# spread over them; -random sets --randomize-allocation-candidates; and
+# placementd-3-follower-random, every client sent to one follower, for
+# the cost of the forwarding hop on writes),
+# PHASES (every phase) for upstream and the -random targets, OFF_PHASES
+# (scheduler,gate) for the others, KEEP=1 keeps the work directory,
 # REPORT_DIR receives the JSON reports.
 # Needs root (apt-get, a private PostgreSQL cluster run as postgres).
 set -euo pipefail
 
 NODES=${NODES:-1000}
-CLIENTS=${CLIENTS:-16}
+CLIENTS=${CLIENTS:-8}
 DURATION=${DURATION:-20s}
 NUMA=${NUMA:-false}
 LIMIT=${LIMIT:-50}
-TARGETS=${TARGETS:-upstream placementd-1 placementd-3 placementd-3-leader}
+TARGETS=${TARGETS:-upstream placementd-1 placementd-1-random placementd-3-leader placementd-3-leader-random placementd-3 placementd-3-random placementd-3-follower-random}
+PHASES=${PHASES:-scheduler,put,put-paced,post,usages,delete,gate}
+OFF_PHASES=${OFF_PHASES:-scheduler,gate}
 GO=${GO:-go}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/bench-compare.XXXXXX)
@@ -114,6 +125,8 @@ start_upstream() {
 debug = false
 [api]
 auth_strategy = noauth2
+[placement]
+randomize_allocation_candidates = true
 [placement_database]
 connection = postgresql+psycopg2://placement:placement@127.0.0.1:$PGPORT/placement
 max_pool_size = 10
@@ -131,11 +144,13 @@ EOF
 	wait_http "$UPSTREAM_URL/" 120
 }
 
-# start_placementd N: a cluster of N nodes; sets PD_URLS and PD_PIDS.
+# start_placementd N [FLAG...]: a cluster of N nodes serving with the
+# extra flags; sets PD_URLS and PD_PIDS.
 PD_URLS=
 PD_PIDS=()
 start_placementd() {
 	local n=$1 i first= secret=bench-compare
+	shift
 	PD_URLS=
 	PD_PIDS=()
 	rm -rf "$WORK"/pd"$n"-* # a fresh cluster each time (two targets run 3 nodes)
@@ -144,7 +159,7 @@ start_placementd() {
 		http=127.0.0.1:$(free_port)
 		raft=127.0.0.1:$(free_port)
 		args=(serve --node-id "p$i" --http-addr "$http" --raft-addr "$raft" --data-dir "$WORK/pd$n-$i"
-			--cluster-secret "$secret")
+			--cluster-secret "$secret" "$@")
 		if [ -n "$first" ]; then
 			args+=(--join "$first")
 		else
@@ -174,14 +189,15 @@ stop_placementd() {
 	done
 }
 
-# load LABEL URLS PIDS: the workload, with the CPU time of PIDS (and their
-# descendants) measured per phase.
+# load LABEL URLS PIDS PHASES: the workload, with the CPU time of PIDS
+# (and their descendants) measured per phase.
 load() {
-	local label=$1 urls=$2 pids=$3
-	log "running the workload against $label ($urls)"
+	local label=$1 urls=$2 pids=$3 phases=$4
+	log "running the workload against $label ($urls), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	# A failed verification is reported in the table, not fatal here.
 	"$WORK/placement-load" -label "$label" -endpoints "$urls" -nodes "$NODES" -numa="$NUMA" \
-		-clients "$CLIENTS" -duration "$DURATION" -limit "$LIMIT" -server-pids "$pids" -json "$WORK/$label.json" >/dev/null || true
+		-clients "$CLIENTS" -duration "$DURATION" -limit "$LIMIT" -phases "$phases" -server-pids "$pids" \
+		-json "$WORK/$label.json" >/dev/null || true
 	[ -f "$WORK/$label.json" ] && REPORTS+=("$WORK/$label.json")
 }
 
@@ -190,6 +206,7 @@ log "building placementd and the load generator"
 CGO_ENABLED=0 $GO build -o "$WORK/placementd" ./cmd/placementd
 $GO build -o "$WORK/placement-load" ./bench/cmd/placement-load
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 REPORTS=()
 for target in $TARGETS; do
 	case $target in
@@ -197,30 +214,45 @@ for target in $TARGETS; do
 		ensure_packages
 		start_postgres
 		start_upstream
-		load upstream "$UPSTREAM_URL" "$UPSTREAM_PID,$(head -1 "$PGDATA/postmaster.pid")"
+		load upstream "$UPSTREAM_URL" "$UPSTREAM_PID,$(head -1 "$PGDATA/postmaster.pid")" "$PHASES"
 		# Free the cores for the next target.
 		stop "$UPSTREAM_PID"
 		stop_postgres
 		;;
-	placementd-*-leader)
-		# Clients reach only the leader, as through a load balancer that
-		# checks /readyz?leader=true: no request takes a follower's
-		# forwarding hop.
-		n=${target#placementd-}
-		start_placementd "${n%-leader}"
-		leader_url=""
-		for url in ${PD_URLS//,/ }; do
-			if curl -sf -o /dev/null "$url/readyz?leader=true"; then
-				leader_url=$url
-			fi
-		done
-		[ -n "$leader_url" ] || { log "no node passes /readyz?leader=true"; exit 1; }
-		load "$target" "$leader_url" "$(IFS=,; echo "${PD_PIDS[*]}")"
-		stop_placementd
-		;;
 	placementd-*)
-		start_placementd "${target#placementd-}"
-		load "$target" "$PD_URLS" "$(IFS=,; echo "${PD_PIDS[*]}")"
+		# placementd-N[-leader][-random]
+		spec=${target#placementd-}
+		flags=() phases=$OFF_PHASES
+		if [ "${spec%-random}" != "$spec" ]; then
+			flags=(--randomize-allocation-candidates) phases=$PHASES
+			spec=${spec%-random}
+		fi
+		to=
+		case $spec in
+		*-leader) to=leader spec=${spec%-leader} ;;
+		*-follower) to=follower spec=${spec%-follower} ;;
+		esac
+		case $spec in
+		'' | *[!0-9]*) log "unknown target $target"; exit 2 ;;
+		esac
+		start_placementd "$spec" "${flags[@]}"
+		urls=$PD_URLS
+		if [ -n "$to" ]; then
+			# -leader: clients reach only the leader, as through a load
+			# balancer that checks /readyz?leader=true (no request takes
+			# a follower's forwarding hop); -follower: only one follower,
+			# so that every write takes that hop.
+			urls=""
+			for url in ${PD_URLS//,/ }; do
+				if curl -sf -o /dev/null "$url/readyz?leader=true"; then
+					[ "$to" = leader ] && urls=$url
+				elif [ "$to" = follower ]; then
+					urls=$url
+				fi
+			done
+			[ -n "$urls" ] || { log "no node to send $target's clients to"; exit 1; }
+		fi
+		load "$target" "$urls" "$(IFS=,; echo "${PD_PIDS[*]}")" "$phases"
 		stop_placementd
 		;;
 	*)
@@ -231,7 +263,8 @@ for target in $TARGETS; do
 done
 
 echo
-echo "N=$NODES compute nodes (numa=$NUMA), C=$CLIENTS clients, $DURATION per phase, limit $LIMIT; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "N=$NODES compute nodes (numa=$NUMA), C=$CLIENTS clients, $DURATION per phase, limit $LIMIT; upstream and -random: randomize_allocation_candidates on"
+echo "$(nproc) cores, load average $LOAD_BEFORE at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 "$WORK/placement-load" table "${REPORTS[@]}"
 if [ -n "${REPORT_DIR:-}" ]; then
 	mkdir -p "$REPORT_DIR"

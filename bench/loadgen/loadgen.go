@@ -15,7 +15,11 @@
 //     saturation;
 //   - post: POST /allocations creating two consumers at once;
 //   - usages: GET /resource_providers/{uuid}/usages and GET /usages;
-//   - delete: DELETE /allocations/{consumer} of half the consumers made.
+//   - delete: DELETE /allocations/{consumer} of half the consumers made;
+//   - gate: upstream's performance gate (gate/perfload-runner.sh) as
+//     `ab -c 10 -n 500` sends it: 500 GET /allocation_candidates of one
+//     query (a trait, an aggregate, no limit, the latest microversion)
+//     from 10 concurrent clients, whatever Clients and Duration say.
 //
 // It ends by reading every provider's inventories, usages and allocations
 // back, checking that no usage exceeds capacity and that every consumer
@@ -45,10 +49,17 @@ const (
 	PhasePost      = "post"
 	PhaseUsages    = "usages"
 	PhaseDelete    = "delete"
+	PhaseGate      = "gate"
 )
 
 // AllPhases is the default workload.
-var AllPhases = []string{PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete}
+var AllPhases = []string{PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete, PhaseGate}
+
+// The gate phase's shape: upstream's AB_CONCURRENT and AB_COUNT.
+const (
+	GateClients  = 10
+	GateRequests = 500
+)
 
 // Request kinds whose latencies are reported.
 const (
@@ -61,6 +72,7 @@ const (
 	KindRPUsages   = "GET /resource_providers/{u}/usages"
 	KindUsages     = "GET /usages"
 	KindDelete     = "DELETE /allocations"
+	KindGate       = "GET /allocation_candidates (gate)"
 )
 
 // The trait a fifth of the compute nodes have, which some candidate
@@ -159,7 +171,7 @@ func (c *Config) defaults() error {
 	}
 	for _, p := range c.Phases {
 		switch p {
-		case PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete:
+		case PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete, PhaseGate:
 		default:
 			return fmt.Errorf("loadgen: unknown phase %q", p)
 		}
@@ -265,7 +277,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Providers = len(r.providers)
 	fmt.Fprintf(cfg.Log, "%s: %s\n", cfg.Label, phaseLine(setup))
 	for _, name := range cfg.Phases {
-		p := r.phase(ctx, name)
+		var p Phase
+		if name == PhaseGate {
+			p = r.gate(ctx)
+		} else {
+			p = r.phase(ctx, name)
+		}
 		rep.Phases = append(rep.Phases, p)
 		fmt.Fprintf(cfg.Log, "%s: %s\n", cfg.Label, phaseLine(p))
 		if ctx.Err() != nil {
@@ -730,4 +747,70 @@ func (w *worker) delete(ctx context.Context, more func() bool, c *counts) {
 		x.deleted = true
 		c.ops++
 	}
+}
+
+// gateQuery is upstream's performance gate query, over the fleet's first
+// aggregate (a tenth of the nodes) and the bench trait (a fifth).
+func (r *run) gateQuery() string {
+	return "/allocation_candidates?resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=" + r.aggs[0] +
+		"&required=" + benchTrait
+}
+
+// gate is upstream's performance gate as ab runs it: GateRequests of one
+// query, GateClients at a time (spread over the endpoints as the
+// workers are), each request bounded by Timeout.
+func (r *run) gate(ctx context.Context) Phase {
+	var (
+		mu    sync.Mutex
+		total counts
+		rec   = newRecorder()
+		sent  int
+		wg    sync.WaitGroup
+	)
+	cpu0, cpuOK := treeCPU(r.cfg.ServerPIDs)
+	start := time.Now()
+	for i := 0; i < GateClients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &client{http: r.http, base: r.cfg.Endpoints[i%len(r.cfg.Endpoints)], token: r.cfg.Token,
+				version: "latest", recorder: newRecorder()}
+			var n counts
+			for ctx.Err() == nil {
+				mu.Lock()
+				more := sent < GateRequests
+				sent++
+				mu.Unlock()
+				if !more {
+					break
+				}
+				var ac candidates
+				res := c.do(ctx, KindGate, "GET", r.gateQuery(), nil)
+				err := res.expect(200, nil)
+				if err == nil {
+					err = ac.decode(res.body)
+				}
+				if err != nil {
+					n.fail("GET /allocation_candidates: " + err.Error())
+					continue
+				}
+				n.ops++
+				mu.Lock()
+				if total.answer == 0 {
+					total.answer = len(ac.AllocationRequests)
+				}
+				mu.Unlock()
+			}
+			mu.Lock()
+			total.add(n)
+			rec.merge(c.recorder)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	p := makePhase(PhaseGate, time.Since(start), total, rec)
+	if cpu1, ok := treeCPU(r.cfg.ServerPIDs); ok && cpuOK {
+		p.ServerCPU = (cpu1 - cpu0).Seconds()
+	}
+	return p
 }

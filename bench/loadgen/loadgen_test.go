@@ -115,6 +115,10 @@ func TestRunScarceCapacity(t *testing.T) {
 			if del.Ops == 0 || del.Ops > made/2 {
 				t.Errorf("deleted %d of %d", del.Ops, made)
 			}
+			// The gate's 500 queries, whatever Clients and MaxOps say.
+			if g := rep.Phase(PhaseGate); g.Ops != GateRequests || g.Latency[KindGate].Count != GateRequests {
+				t.Errorf("gate: %+v", g)
+			}
 			v := rep.Verify
 			if !v.OK || v.Claims != made-del.Ops || v.Deleted != del.Ops {
 				t.Errorf("verify: %s (made %d, deleted %d)", v.Summary(), made, del.Ops)

@@ -72,12 +72,15 @@ type Phase struct {
 	ServerCPU float64 `json:"server_cpu_s,omitempty"`
 	// FirstError shows one unexpected answer, to tell what went wrong.
 	FirstError string `json:"first_error,omitempty"`
+	// Answer is how many candidates an answer of the gate phase held.
+	Answer int `json:"answer_candidates,omitempty"`
 }
 
 // counts is what a worker tallies during a phase.
 type counts struct {
 	ops, conflicts, retries, failures, errors int
 	firstError                                string
+	answer                                    int
 }
 
 func (c *counts) add(o counts) {
@@ -102,7 +105,7 @@ func makePhase(name string, elapsed time.Duration, c counts, rec *recorder) Phas
 	p := Phase{
 		Name: name, Seconds: elapsed.Seconds(), Ops: c.ops,
 		Conflicts: c.conflicts, Retries: c.retries, Failures: c.failures, Errors: c.errors,
-		FirstError: c.firstError, Latency: map[string]Latency{},
+		FirstError: c.firstError, Latency: map[string]Latency{}, Answer: c.answer,
 	}
 	if elapsed > 0 {
 		p.PerSec = float64(c.ops) / elapsed.Seconds()

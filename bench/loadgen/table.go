@@ -101,6 +101,21 @@ var tableRows = []row{
 	{"  project usages p99 ms", lowerBetter, latency(PhaseUsages, KindUsages, p99)},
 	{"DELETE /allocations/s", higherBetter, rate(PhaseDelete)},
 	{"  DELETE p99 ms", lowerBetter, latency(PhaseDelete, KindDelete, p99)},
+	{"upstream's gate (ab -c 10 -n 500) GETs/s", higherBetter, rate(PhaseGate)},
+	{"  gate GET p50 ms", lowerBetter, latency(PhaseGate, KindGate, p50)},
+	{"  gate GET p99 ms", lowerBetter, latency(PhaseGate, KindGate, p99)},
+	{"  candidates per answer", noRatio, func(r *Report) (float64, bool) {
+		p := r.Phase(PhaseGate)
+		return float64(answerOf(p)), p != nil
+	}},
+	{"  server CPU ms per gate GET", lowerBetter, cpuPerOp(PhaseGate)},
+}
+
+func answerOf(p *Phase) int {
+	if p == nil {
+		return 0
+	}
+	return p.Answer
 }
 
 // Table prints the reports side by side; every report after the first

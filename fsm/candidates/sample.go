@@ -109,7 +109,7 @@ func (s *search) shape(lay *layout, fresh bool) shape {
 		}
 		return sh
 	}
-	key := shapeKeyOf(s.st, s.sharingByAgg)
+	key := shapeKeyOf(s.st)
 	last := lastShapes.Load()
 	if last != nil && last.key == key && !fresh {
 		if sh, ok := last.byLevel[sig.String()]; ok {
@@ -118,7 +118,7 @@ func (s *search) shape(lay *layout, fresh bool) shape {
 	}
 	sh := shape{held: make([]int, len(lay.levels))}
 	var tree []*state.Provider
-	for _, p := range providersInOrder(s.st) {
+	for p := range providersInOrder(s.st) {
 		if p.ParentUUID != "" {
 			continue
 		}

@@ -140,7 +140,7 @@ func TestSampleIsUniform(t *testing.T) {
 			// here, and the test says so.
 			byRoot := map[string][]string{}
 			for _, c := range search(t, b.st, req, candidates.Options{}).Candidates {
-				root := b.st.Providers[c.Allocations[0].Provider].RootUUID
+				root := b.st.Providers.Get(c.Allocations[0].Provider).RootUUID
 				byRoot[root] = append(byRoot[root], render(c, nm))
 			}
 			roots := slices.Sorted(func(yield func(string) bool) {
@@ -213,7 +213,7 @@ func TestSampleIsOfTheCandidates(t *testing.T) {
 				}
 				got[s] = true
 				for _, a := range c.Allocations {
-					roots[b.st.Providers[a.Provider].RootUUID] = true
+					roots[b.st.Providers.Get(a.Provider).RootUUID] = true
 				}
 			}
 			if len(got) != min(limit, len(all)) {
@@ -243,30 +243,75 @@ func TestSampleIsOfTheCandidates(t *testing.T) {
 // of thousands. (The first search after the cloud changed shape walks its
 // trees once.)
 func TestSampleWorkFollowsLimit(t *testing.T) {
-	b := newBuilder(t)
-	b.provider("share", "")
-	b.inv("share", "DISK_GB", 1000)
-	b.traits("share", state.SharingTrait)
-	b.aggs("share", "agg")
-	for i := 0; i < 10000; i++ {
-		cn := fmt.Sprintf("cn%d", i)
-		b.provider(cn, "")
-		b.inv(cn, "VCPU", 8)
-		b.inv(cn, "DISK_GB", 100)
-		b.aggs(cn, "agg")
+	// The store is assembled once (the builder assembles at every change).
+	var ps []*state.Provider
+	add := func(name string, inv map[string]int64, traits ...string) {
+		p := &state.Provider{ID: int64(len(ps) + 1), UUID: uuidOf(name), Name: name,
+			Inventories: map[string]*state.Inventory{}, Traits: map[string]bool{},
+			Aggregates: map[string]bool{"agg": true}, Usages: map[string]int64{}}
+		p.RootUUID = p.UUID
+		for class, total := range inv {
+			p.Inventories[class] = &state.Inventory{Total: total, MinUnit: 1, MaxUnit: total, StepSize: 1, AllocationRatio: 1}
+		}
+		for _, tr := range traits {
+			p.Traits[tr] = true
+		}
+		ps = append(ps, p)
 	}
+	add("share", map[string]int64{"DISK_GB": 1000}, state.SharingTrait)
+	for i := 0; i < 10000; i++ {
+		add(fmt.Sprintf("cn%d", i), map[string]int64{"VCPU": 8, "DISK_GB": 100})
+	}
+	st := state.Assemble(nil, nil, ps)
 	req := &candidates.Request{Groups: []candidates.Group{{Resources: res("VCPU", 1, "DISK_GB", 10)}}, NestedAware: true, Limit: 10}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	opt := candidates.Options{Randomize: true, Rand: rnd}
-	first := search(t, b.st, req, opt)
-	sampled := search(t, b.st, req, opt)
+	first := search(t, st, req, opt)
+	sampled := search(t, st, req, opt)
 	if len(sampled.Candidates) != 10 || sampled.Steps > 1000 {
 		t.Errorf("drawn: %d candidates in %d steps", len(sampled.Candidates), sampled.Steps)
 	}
 	all := *req
 	all.Limit = 0
-	whole := search(t, b.st, &all, opt)
+	whole := search(t, st, &all, opt)
 	if first.Steps < 10000 || whole.Steps < 10000 {
 		t.Errorf("walking the trees took %d steps, building every candidate %d", first.Steps, whole.Steps)
 	}
+}
+
+// The shape the draws rely on is kept while providers, parents, traits and
+// aggregates stay as they are; a tree that a new inventory made larger is
+// noticed when a draw meets it, and its new candidates are drawn from
+// then on.
+func TestSampleNoticesGrownTree(t *testing.T) {
+	b := newBuilder(t)
+	for i := 0; i < 12; i++ {
+		root := fmt.Sprintf("cn%d", i)
+		b.provider(root, "")
+		for k := 0; k < 2; k++ {
+			b.provider(fmt.Sprintf("%s-gpu%d", root, k), root)
+		}
+		b.inv(root+"-gpu0", "CUSTOM_GPU", 1)
+	}
+	req := &candidates.Request{Groups: []candidates.Group{{Resources: res("CUSTOM_GPU", 1)}}, NestedAware: true, Limit: 1}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	nm := b.names()
+	drawn := 0
+	defer candidates.OnSample(func(ok bool) {
+		if ok {
+			drawn++
+		}
+	})()
+	search(t, b.st, req, candidates.Options{Randomize: true, Rand: rnd})
+	b.inv("cn0-gpu1", "CUSTOM_GPU", 1) // in place: the store's indexes stay
+	for i := 0; i < 2000; i++ {
+		res := search(t, b.st, req, candidates.Options{Randomize: true, Rand: rnd})
+		if nm[res.Candidates[0].Allocations[0].Provider] == "cn0-gpu1" {
+			if drawn < i {
+				t.Errorf("%d of %d searches drew their sample", drawn, i+2)
+			}
+			return
+		}
+	}
+	t.Error("the new inventory's candidate was never drawn")
 }

@@ -3,7 +3,6 @@ package candidates
 import (
 	"iter"
 	"slices"
-	"weak"
 
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -26,34 +25,28 @@ func providerCursor(st *state.Store) *state.ProviderCursor { return st.ProviderC
 
 // providerSlots numbers n slots, each holding at most one provider (at
 // returns nil for an empty one) and every provider in exactly one, for
-// the random sampling (sample.go), which draws slots at random: at must
-// be cheap (constant or logarithmic time). Slots in ID order, with empty
-// slots where IDs were deleted, would do as well as the list used here.
+// the random sampling (sample.go), which draws slots at random: the slots
+// are the provider IDs (deleted ones empty), each found in logarithmic
+// time.
 func providerSlots(st *state.Store) (n int, at func(i int) *state.Provider) {
-	list := providersInOrder(st)
-	return len(list), func(i int) *state.Provider { return list[i] }
+	return int(st.NextProviderID - 1), func(i int) *state.Provider { return st.Providers.ByID(int64(i + 1)) }
 }
 
-// shapeKey changes when providers are created or deleted, a parent gains
-// or loses its last child, or an aggregate of a sharing provider gains or
-// loses members: what tells that a sampling shape (sample.go) may have
-// changed. It can miss changes that undo each other (and re-parenting
-// that leaves every parent with children): the sampling checks each
-// anchor it meets against the shape too.
+// shapeKey changes when providers are created or deleted, parents change,
+// or traits or aggregates do (the persistent indexes are replaced on
+// every change, and their identities compared): what tells that a
+// sampling shape (sample.go) may have changed. Inventories are not in it
+// (a provider's record is replaced by allocations too): the sampling
+// checks each anchor it meets against the shape.
 type shapeKey struct {
-	st                          weak.Pointer[state.Store]
-	nextID                      int64
-	providers, parents, sharing int
-	sharingMembers              int
+	children, aggregates, traits any
+	nextID                       int64
+	providers                    int
 }
 
-func shapeKeyOf(st *state.Store, sharingByAgg map[string][]*state.Provider) shapeKey {
-	k := shapeKey{st: weak.Make(st), nextID: st.NextProviderID, providers: len(st.Providers), parents: len(st.Children)}
-	for agg, sps := range sharingByAgg {
-		k.sharing += len(sps)
-		k.sharingMembers += countInAggregate(st, agg)
-	}
-	return k
+func shapeKeyOf(st *state.Store) shapeKey {
+	return shapeKey{children: st.Children.Identity(), aggregates: st.AggregateIndex.Identity(),
+		traits: st.TraitIndex.Identity(), nextID: st.NextProviderID, providers: st.Providers.Len()}
 }
 
 // hasProviderTrees reports whether some provider has a parent.

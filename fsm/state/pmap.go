@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"iter"
 	"strings"
+	"weak"
 
 	"github.com/benbjohnson/immutable"
 )
@@ -51,6 +52,12 @@ func (m Map[K, V]) Has(k K) bool {
 	_, ok := m.Lookup(k)
 	return ok
 }
+
+// Identity is comparable, and equal for two maps only if they hold the
+// same entries: a change makes a new map. It keeps the map's entries
+// alive no longer than the map (a weak reference), for caches of facts
+// derived from a map.
+func (m Map[K, V]) Identity() any { return weak.Make(m.m) }
 
 // All yields the entries in key order.
 func (m Map[K, V]) All() iter.Seq2[K, V] {
@@ -318,6 +325,9 @@ func (m ProviderMap) Get(uuid string) *Provider {
 
 // Len is the number of providers.
 func (m ProviderMap) Len() int { return m.byID.Len() }
+
+// ByID returns the provider with the ID, or nil.
+func (m ProviderMap) ByID(id int64) *Provider { return m.byID.Get(id) }
 
 // InOrder yields the providers in ID (creation) order.
 func (m ProviderMap) InOrder() iter.Seq[*Provider] { return m.byID.Values() }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/placementd/placementd/fsm/state"
@@ -36,7 +37,10 @@ import (
 // first limit real ones is therefore a uniform sample in a uniform order:
 // what random.sample gives.
 //
-// The Ts and R (the shape) take a walk of every tree to know. They change
+// The Ts and R (the shape) take a walk of every provider to know, when
+// providers have children (a flat cloud's Ts are 1, and its R needs only
+// the members of the aggregates with sharing providers, when there are
+// several: a few milliseconds per 10,000). They change
 // when providers, parents, inventories or the aggregates of sharing
 // providers do, which is rare next to allocations, so the last shapes
 // walked are kept with a key that most such changes move (shapeKeyOf).
@@ -83,8 +87,12 @@ type shape struct {
 }
 
 // lastShapes are the shapes last walked, by the classes of their levels,
-// with the key they were walked at (whose store they do not keep alive).
-var lastShapes atomic.Pointer[shapes]
+// with the key they were walked at (whose store they do not keep alive);
+// shapeWalk is held while one is walked.
+var (
+	lastShapes atomic.Pointer[shapes]
+	shapeWalk  sync.Mutex
+)
 
 type shapes struct {
 	key     shapeKey
@@ -102,33 +110,35 @@ func (s *search) shape(lay *layout, fresh bool) shape {
 		}
 		sig.WriteByte(';')
 	}
+	n := len(lay.levels)
+	if !s.hasTrees {
+		// One provider a tree: the levels need no walk, nor the reach
+		// without sharing providers, and a sig of its own.
+		sig.Reset()
+	}
 	if !s.hasTrees && len(s.sharingByAgg) == 0 {
-		sh := shape{held: make([]int, len(lay.levels))}
-		for l := range sh.held {
-			sh.held[l] = 1 // one provider a tree, and no sharing
-		}
-		return sh
+		return shape{held: ones(n)}
 	}
 	key := shapeKeyOf(s.st)
+	// One search walks at a time: those arriving meanwhile wait for its
+	// shape rather than walk too.
+	shapeWalk.Lock()
+	defer shapeWalk.Unlock()
 	last := lastShapes.Load()
 	if last != nil && last.key == key && !fresh {
 		if sh, ok := last.byLevel[sig.String()]; ok {
 			return sh
 		}
 	}
-	sh := shape{held: make([]int, len(lay.levels))}
-	var tree []*state.Provider
-	for p := range providersInOrder(s.st) {
-		if p.ParentUUID != "" {
-			continue
-		}
-		tree = s.appendTree(tree[:0], p)
-		for l := range lay.levels {
-			sh.held[l] = max(sh.held[l], countHeld(&lay.levels[l], tree))
-		}
-		sh.reach = max(sh.reach, s.reachCount(tree))
+	var sh shape
+	if s.hasTrees {
+		sh = s.walkTrees(lay)
+	} else {
+		sh = shape{held: ones(n), reach: s.flatReach()}
 	}
-	s.tick(providerCount(s.st) * len(lay.levels))
+	if s.err != nil {
+		return sh // the search is over; nothing is kept
+	}
 	next := &shapes{key: key, byLevel: map[string]shape{}}
 	if last != nil && last.key == key && len(last.byLevel) < 16 {
 		maps.Copy(next.byLevel, last.byLevel)
@@ -136,6 +146,67 @@ func (s *search) shape(lay *layout, fresh bool) shape {
 	next.byLevel[sig.String()] = sh
 	lastShapes.Store(next)
 	return sh
+}
+
+func ones(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
+
+// walkTrees counts, in one pass over the providers, each into its tree's
+// tally, what every tree holds of each level and reaches.
+func (s *search) walkTrees(lay *layout) shape {
+	n := len(lay.levels)
+	sh := shape{held: make([]int, n)}
+	trees := map[string]int{} // root uuid -> offset of its tally (held per level, reach)
+	var tallies []int
+	for p := range providersInOrder(s.st) {
+		if !s.tick(1) {
+			break
+		}
+		at, ok := trees[p.RootUUID]
+		if !ok {
+			at = len(tallies)
+			trees[p.RootUUID] = at
+			tallies = append(tallies, make([]int, n+1)...)
+		}
+		t := tallies[at : at+n+1]
+		for l := range lay.levels {
+			if lay.levels[l].holds(p) {
+				t[l]++
+				sh.held[l] = max(sh.held[l], t[l])
+			}
+		}
+		t[n] += s.reachOf(p)
+		sh.reach = max(sh.reach, t[n])
+	}
+	return sh
+}
+
+// flatReach is the shape's reach when no provider has a parent: the most
+// sharing providers one provider's aggregates lead to, found from the
+// members of the aggregates that have sharing providers alone.
+func (s *search) flatReach() int {
+	if len(s.sharingByAgg) == 1 {
+		for _, sps := range s.sharingByAgg {
+			return len(sps)
+		}
+	}
+	reach := map[string]int{}
+	most := 0
+	for agg, sps := range s.sharingByAgg {
+		for u := range aggregateMembers(s.st, agg) {
+			if !s.tick(1) {
+				return most
+			}
+			reach[u] += len(sps)
+			most = max(most, reach[u])
+		}
+	}
+	return most
 }
 
 // holds reports whether p has inventory of every class lv asks for.
@@ -164,11 +235,18 @@ func countHeld(lv *level, tree []*state.Provider) int {
 // sharing providers the tree reaches.
 func (s *search) reachCount(tree []*state.Provider) int {
 	n := 0
+	for _, p := range tree {
+		n += s.reachOf(p)
+	}
+	return n
+}
+
+// reachOf is reachCount of p alone.
+func (s *search) reachOf(p *state.Provider) int {
+	n := 0
 	if len(s.sharingByAgg) > 0 {
-		for _, p := range tree {
-			for agg := range aggregatesOf(p) {
-				n += len(s.sharingByAgg[agg])
-			}
+		for agg := range aggregatesOf(p) {
+			n += len(s.sharingByAgg[agg])
 		}
 	}
 	return n

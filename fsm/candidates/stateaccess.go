@@ -93,6 +93,11 @@ func providersInAggregate(st *state.Store, a string) iter.Seq[*state.Provider] {
 
 func countInAggregate(st *state.Store, a string) int { return st.AggregateIndex.Get(a).Len() }
 
+// aggregateMembers yields the uuids of the providers in aggregate a.
+func aggregateMembers(st *state.Store, a string) iter.Seq[string] {
+	return st.AggregateIndex.Get(a).All()
+}
+
 func indexMembers(st *state.Store, set state.Set) iter.Seq[*state.Provider] {
 	return func(yield func(*state.Provider) bool) {
 		for u := range set.All() {

@@ -16,7 +16,9 @@
 // levels left cannot all be served any more (prune.go). Candidates come
 // out one at a time, so a limit (without randomization) or
 // max_allocation_candidates stops the work early, and wide trees cost
-// memory for one anchor's options only.
+// memory for one anchor's options only. A randomized answer with a limit
+// is drawn (sample.go): a uniform sample of every candidate, in time that
+// follows the limit, without building the others.
 //
 // Every search is bounded: it stops when its context ends (the request's
 // deadline, or its client going away) and when the answer it builds would

@@ -112,12 +112,12 @@ func (s *search) shape(lay *layout, fresh bool) shape {
 	}
 	n := len(lay.levels)
 	if !s.hasTrees {
-		// One provider a tree: the levels need no walk, nor the reach
-		// without sharing providers, and a sig of its own.
+		// Every tree is one provider: a level's T is 1 whatever its
+		// classes, and R is 0 without sharing providers.
+		if len(s.sharingByAgg) == 0 {
+			return shape{held: ones(n)}
+		}
 		sig.Reset()
-	}
-	if !s.hasTrees && len(s.sharingByAgg) == 0 {
-		return shape{held: ones(n)}
 	}
 	key := shapeKeyOf(s.st)
 	// One search walks at a time: those arriving meanwhile wait for its

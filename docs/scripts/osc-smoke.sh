@@ -89,8 +89,8 @@ osc --os-placement-api-version 1.38 resource provider allocation set "$consumer"
   --allocation "rp=$cn,VCPU=2,MEMORY_MB=1024" --allocation "rp=$gpu,$rc=1" \
   --project-id "$project" --user-id "$user" --consumer-type INSTANCE >/dev/null
 check "allocation show" "$(osc --os-placement-api-version 1.38 resource provider allocation show "$consumer" -f json | jq -r '[.[].resource_provider] | sort | join(",")')" "$(printf '%s\n' "$cn" "$gpu" | sort | paste -sd,)"
-check "provider usage" "$(osc resource provider usage show "$cn" -f json | jq -c 'map({(.resource_class): .usage}) | add')" '{"MEMORY_MB":1024,"VCPU":2}'
-check "project usage" "$(osc --os-placement-api-version 1.9 resource usage show "$project" --user-id "$user" -f json | jq -c 'map({(.resource_class): .usage}) | add')" "{\"$rc\":1,\"MEMORY_MB\":1024,\"VCPU\":2}"
+check "provider usage" "$(osc resource provider usage show "$cn" -f json | jq -cS 'map({(.resource_class): .usage}) | add')" '{"MEMORY_MB":1024,"VCPU":2}'
+check "project usage" "$(osc --os-placement-api-version 1.9 resource usage show "$project" --user-id "$user" -f json | jq -cS 'map({(.resource_class): .usage}) | add')" "{\"$rc\":1,\"MEMORY_MB\":1024,\"VCPU\":2}"
 # Too much for the node: Placement refuses, the CLI fails.
 if osc --os-placement-api-version 1.38 resource provider allocation set "$(cat /proc/sys/kernel/random/uuid)" \
   --allocation "rp=$cn,VCPU=100" --project-id "$project" --user-id "$user" --consumer-type INSTANCE >/dev/null 2>&1; then

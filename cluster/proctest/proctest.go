@@ -296,3 +296,14 @@ func summarize(st cluster.ClusterStatus) string {
 	}
 	return fmt.Sprintf("leader %s term %d: %s", st.Leader, st.Term, strings.Join(parts, ", "))
 }
+
+// Pid is the running process's id (0 when the node is not running), for
+// reading its /proc entries.
+func (n *Node) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}

@@ -130,9 +130,9 @@ def go_quote(b):
     return "".join(out)
 
 
-def write_seed(target, lines):
+def write_seed(target, lines, base=HERE):
     text = "go test fuzz v1\n" + "".join(l + "\n" for l in lines)
-    d = os.path.join(HERE, "fuzz", target)
+    d = os.path.join(base, "fuzz", target)
     os.makedirs(d, exist_ok=True)
     name = "conformance-" + hashlib.sha256(text.encode()).hexdigest()[:16]
     path = os.path.join(d, name)
@@ -141,6 +141,46 @@ def write_seed(target, lines):
     with open(path, "w") as f:
         f.write(text)
     return True
+
+
+SCHEMA_TESTDATA = os.path.join(HERE, "..", "schema", "testdata")
+# Query parameters the normalizers of FuzzQueryNormalize read, by kind.
+NORMALIZED = [("resources", 0), ("required", 1), ("member_of", 2)]
+AUTH_OPS = {"GET": 0, "POST": 1, "PUT": 2, "DELETE": 3}
+
+
+def header(headers, name):
+    for k, v in (headers or {}).items():
+        if k.lower() == name:
+            return str(v)
+    return None
+
+
+def edge_seeds(method, query, body, headers):
+    """Seeds of the targets of edges_fuzz_test.go and schema's FuzzPyLoads
+    from one request: its body, its headers, its query's values."""
+    n = 0
+    if body is not None:
+        n += write_seed("FuzzPyLoads", ["[]byte(%s)" % go_quote(body)], SCHEMA_TESTDATA)
+    version = header(headers, "openstack-api-version")
+    if version is not None:
+        n += write_seed("FuzzMicroversionHeader", ["string(%s)" % go_quote(version.encode())])
+    token = header(headers, "x-auth-token")
+    if token is not None:
+        roles = header(headers, "x-roles")
+        scope = header(headers, "openstack-system-scope") or ""
+        n += write_seed("FuzzNoauthHeaders", [
+            "uint8(%d)" % AUTH_OPS.get(method, 4), "string(%s)" % go_quote(substitute(token).encode()),
+            "string(%s)" % go_quote((roles or "").encode()), "bool(%s)" % ("true" if roles is not None else "false"),
+            "string(%s)" % go_quote(scope.encode())])
+    for part in query.split("&") if query else []:
+        key, _, value = part.partition("=")
+        for prefix, kind in NORMALIZED:
+            if key.startswith(prefix):
+                from urllib.parse import unquote_plus
+                n += write_seed("FuzzQueryNormalize", [
+                    "uint8(%d)" % (kind | 4 | 8), "string(%s)" % go_quote(unquote_plus(value).encode())])
+    return n
 
 
 def main():
@@ -167,6 +207,15 @@ def main():
             if minor is None:
                 minor = default_minor if default_minor is not None else 0
             path, _, query = url.partition("?")
+            headers = dict(defaults.get("request_headers") or {})
+            headers.update(test.get("request_headers") or {})
+            data = test.get("data")
+            body = None
+            if isinstance(data, str) and not data.startswith("$") and not data.startswith("<@"):
+                body = data.encode()
+            elif data is not None and not isinstance(data, str):
+                body = json.dumps(resolve(data)).encode()
+            written += edge_seeds(method, query, body, headers)
             if method == "GET" and query and path in QUERY_ROUTES:
                 written += write_seed(QUERY_ROUTES[path], [
                     "uint8(%d)" % minor, "string(%s)" % go_quote(query.encode())])

@@ -49,9 +49,21 @@ e2e: build
 # 5-node clusters for SOAK each, then the summary table.
 SOAK ?= 30m
 SOAK_NODES ?= 3,5
+.PHONY: fault-soak
+fault-soak:
+	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' ./cluster/faults/ -v -args -faults.soak $(SOAK) -faults.nodes $(SOAK_NODES)
+
+# The load soak (cluster/faults/loadsoak.go, docs/security.md): a mixed
+# load (claims, candidate searches, writes, hostile requests) against a
+# 3-node cluster of processes for SOAK_DURATION, the leader SIGKILLed every
+# SOAK_KILL_EVERY; then lost writes, over-allocation, digests and each
+# node's RSS, fds and goroutines against their baseline. Not in CI.
+SOAK_DURATION ?= 30m
+SOAK_KILL_EVERY ?= 3m
 .PHONY: soak
 soak:
-	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' ./cluster/faults/ -v -args -faults.soak $(SOAK) -faults.nodes $(SOAK_NODES)
+	$(GO) test -count=1 -timeout 0 -run '^TestLoadSoak$$' ./cluster/faults/ -v -args \
+		-loadsoak.duration $(SOAK_DURATION) -loadsoak.kill-every $(SOAK_KILL_EVERY)
 
 # The freeze scenario (cluster/faults/freeze.go) FREEZE_TRIALS times: the
 # leader frozen past the election timeout, a write acknowledged by the new
@@ -61,21 +73,34 @@ FREEZE_TRIALS ?= 60
 freeze-check:
 	$(GO) test -count=1 -timeout 0 -run '^TestFreeze$$' ./cluster/faults/ -v -args -faults.freeze $(FREEZE_TRIALS)
 
-# Every fuzz target for FUZZTIME each (go test -fuzz runs one at a time).
-# Minimizing a new interesting input is bounded by FUZZMINIMIZE: with Go's
-# default (60 s) the large bodies of the reshaper and POST /allocations
-# targets spent most of their time minimizing rather than fuzzing.
+# Every fuzz target for FUZZTIME each, one at a time (go test -fuzz runs
+# one target per invocation), with FUZZPARALLEL workers; FUZZ=Name runs
+# only targets matching it. Minimizing a new interesting input is bounded
+# by FUZZMINIMIZE: with Go's default (60 s) the large bodies of the
+# reshaper and POST /allocations targets spent most of their time
+# minimizing rather than fuzzing. Each target's output goes to
+# FUZZLOG/<target>.log; the table at the end has its executions and
+# whether it failed (a crasher is written to the package's
+# testdata/fuzz/<target>/: keep it as a regression case).
 FUZZTIME ?= 10m
 FUZZMINIMIZE ?= 5s
-FUZZ_PACKAGES := ./httpapi ./fsm ./snapshot
+FUZZPARALLEL ?= 1
+FUZZ ?= .
+FUZZLOG ?= /tmp/placementd-fuzz
+FUZZ_PACKAGES := ./fsm ./snapshot ./httpapi ./httpapi/schema ./httpapi/policy
 .PHONY: fuzz
 fuzz:
-	@set -e; for pkg in $(FUZZ_PACKAGES); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
+	@mkdir -p $(FUZZLOG); : > $(FUZZLOG)/summary.txt; \
+	for pkg in $(FUZZ_PACKAGES); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' | grep -E '$(FUZZ)'); do \
+	    echo "== $$pkg $$f ($(FUZZTIME))"; \
+	    if $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) \
+	        -parallel $(FUZZPARALLEL) $$pkg > $(FUZZLOG)/$$f.log 2>&1; then r=ok; else r=FAILED; fi; \
+	    execs=$$(grep -o 'execs: [0-9]*' $(FUZZLOG)/$$f.log | tail -1 | cut -d' ' -f2); \
+	    printf '%-28s %-18s %6s %12s execs\n' $$f $$pkg $$r "$${execs:-0}" | tee -a $(FUZZLOG)/summary.txt; \
 	  done; \
-	done
+	done; \
+	echo "== summary (logs in $(FUZZLOG))"; cat $(FUZZLOG)/summary.txt; ! grep -q FAILED $(FUZZLOG)/summary.txt
 
 # Upstream Placement (Debian's packages, uwsgi + PostgreSQL) against
 # placementd with 1 and 3 nodes: one table with ratios (bench/compare.sh).

@@ -16,7 +16,7 @@ import (
 
 var (
 	soak = flag.Duration("faults.soak", 0,
-		"run the soak: the workload under every nemesis for this long per cluster size (make soak)")
+		"run the soak: the workload under every nemesis for this long per cluster size (make fault-soak)")
 	soakNodes = flag.String("faults.nodes", "3,5", "cluster sizes of the soak")
 	soakDir   = flag.String("faults.dir", "", "where the soak keeps data dirs, logs and reports (default: a new dir under $TMPDIR)")
 )
@@ -108,11 +108,11 @@ func TestBrokenReadsCaught(t *testing.T) {
 	}
 }
 
-// TestSoak is `make soak`: every cluster size of -faults.nodes under the
+// TestSoak is `make fault-soak`: every cluster size of -faults.nodes under the
 // workload and all nemeses for -faults.soak each, then the summary table.
 func TestSoak(t *testing.T) {
 	if *soak == 0 {
-		t.Skip("the soak runs with -faults.soak DURATION (make soak)")
+		t.Skip("the soak runs with -faults.soak DURATION (make fault-soak)")
 	}
 	dir := *soakDir
 	if dir == "" {

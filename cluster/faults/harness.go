@@ -11,7 +11,7 @@
 //
 // The tests in this package run a short version (go test, skipped with
 // -short), prove the harness catches a broken build, and run the soak
-// (make soak).
+// (make fault-soak); loadsoak.go is the load soak (make soak).
 package faults
 
 import (

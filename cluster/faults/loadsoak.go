@@ -640,14 +640,21 @@ func (s *loadSoak) killLeader(ctx context.Context) error {
 	if err := leader.Kill(); err != nil {
 		return err
 	}
-	// Wait for a new leader among the others (bounded), then restart.
+	// Wait for the others to elect one of them (bounded; until their
+	// election timeout they still name the dead leader), then restart it.
 	wctx, cancel := context.WithTimeout(ctx, s.c.cfg.RecoveryTimeout)
-	st, err := proctest.Status(wctx, s.c.followers(leader))
-	cancel()
-	if err != nil {
-		s.problem("no new leader after killing %s: %v", leader.ID, err)
-	} else {
-		s.cfg.Logf("%s: new leader %s", time.Since(s.start).Round(time.Second), st.Leader)
+	defer cancel()
+	for {
+		st, err := proctest.Status(wctx, s.c.followers(leader))
+		if err == nil && st.Leader != "" && st.Leader != leader.ID {
+			s.cfg.Logf("%s: new leader %s", time.Since(s.start).Round(time.Second), st.Leader)
+			break
+		}
+		if wctx.Err() != nil {
+			s.problem("no new leader within %s of killing %s: %v", s.c.cfg.RecoveryTimeout, leader.ID, err)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err := leader.Start(s.c.others(leader)); err != nil {
 		return err

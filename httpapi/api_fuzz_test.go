@@ -220,6 +220,7 @@ func (a *fuzzAPI) serve(method, target, version string, body []byte) *httptest.R
 	}
 	req := httptest.NewRequest(method, "http://placement"+target, rd)
 	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Accept", "application/json")
 	if version != "" {
 		req.Header.Set("OpenStack-API-Version", version)
 	}
@@ -278,6 +279,10 @@ func (a *fuzzAPI) check(t *testing.T, method, target string, minor uint8, body [
 	}
 	if (rec.Code >= 400 || method == "GET") && after != before {
 		t.Fatalf("%s: answered %d but changed the state", desc, rec.Code)
+	}
+	if rec.Code >= 400 {
+		// Every refusal is in Placement's error format.
+		checkPlacementError(t, desc, rec)
 	}
 	if rec.Code != http.StatusNoContent && rec.Body.Len() > 0 && !json.Valid(rec.Body.Bytes()) &&
 		strings.Contains(rec.Header().Get("Content-Type"), "json") {

@@ -44,15 +44,15 @@ func TestLoadSoak(t *testing.T) {
 	}
 }
 
-// TestLoadSoakShort is the load soak in brief: 20 s of the mixed load with
-// one leader kill, under the same checks.
+// TestLoadSoakShort is the load soak in brief: 15 s of the mixed load with
+// a leader kill or two, under the same checks.
 func TestLoadSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster of processes")
 	}
 	dir := t.TempDir()
-	rep, err := RunLoadSoak(context.Background(), LoadSoakConfig{Bin: build(t), Dir: dir, Duration: 20 * time.Second,
-		KillEvery: 8 * time.Second, Providers: 4, Scratch: 2, Claimers: 2, Logf: t.Logf})
+	rep, err := RunLoadSoak(context.Background(), LoadSoakConfig{Bin: build(t), Dir: dir, Duration: 15 * time.Second,
+		KillEvery: 6 * time.Second, Providers: 4, Scratch: 2, Claimers: 2, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

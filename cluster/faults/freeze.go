@@ -259,6 +259,9 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 				return
 			}
 			req.Header.Set("X-Auth-Token", "admin")
+			// The cluster secret: answers name the node that served them
+			// (X-Placementd-Served-By) only to callers with it.
+			req.Header.Set("Authorization", "Bearer "+secret)
 			req.Header.Set("OpenStack-API-Version", microversion)
 			resp, err := w.http.Do(req)
 			if err != nil {

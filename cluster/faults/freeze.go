@@ -296,6 +296,10 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 		case a.code != http.StatusOK:
 			w.h.anomaly("read of %s at frozen leader %s: %d %s", consumer, old.ID, a.code, a.body)
 			continue
+		case a.servedBy == "":
+			// Only callers with the cluster secret are told.
+			w.h.anomaly("read of %s at frozen leader %s: no %s in the answer", consumer, old.ID, cluster.ServedByHeader)
+			continue
 		case a.servedBy == old.ID:
 			rep.ServedByOld++
 		default:

@@ -401,16 +401,16 @@ func FuzzNoauthHeaders(f *testing.F) {
 	})
 }
 
-// fakeKeystone answers placementd's calls to Keystone in memory: its own
+// fuzzKeystoneServer answers placementd's calls to Keystone in memory: its own
 // service token, and the fuzzed answer to every token validation.
-type fakeKeystone struct {
+type fuzzKeystoneServer struct {
 	mu     sync.Mutex
 	status int
 	body   []byte
 	calls  atomic.Int64
 }
 
-func (k *fakeKeystone) RoundTrip(r *http.Request) (*http.Response, error) {
+func (k *fuzzKeystoneServer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		io.Copy(io.Discard, r.Body)
 		r.Body.Close()
@@ -434,7 +434,7 @@ func (k *fakeKeystone) RoundTrip(r *http.Request) (*http.Response, error) {
 var (
 	ksOnce sync.Once
 	ksAPI  *Server
-	ksFake = &fakeKeystone{}
+	ksFake = &fuzzKeystoneServer{}
 	ksSeq  atomic.Int64
 )
 

@@ -38,6 +38,9 @@ func (r *Report) Failed() bool { return r.Linearizable != "yes" || len(r.Violati
 
 // setDefaults fills in what cfg leaves zero.
 func (cfg *Config) setDefaults() {
+	if cfg.Regions != nil {
+		cfg.Nodes = len(cfg.Regions)
+	}
 	if cfg.Clients == 0 {
 		cfg.Clients = 2 * cfg.Nodes
 	}

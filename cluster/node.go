@@ -227,9 +227,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.Raft = r
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.electAloneNow()
-	n.done.Add(5)
+	n.done.Add(6)
 	go n.maintain()
 	go n.nudgeElections()
+	go n.keepPeerConnsWarm(trans)
 	go n.compactLog()
 	go n.watchState()
 	go n.watchLeader()

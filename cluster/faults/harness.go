@@ -53,7 +53,7 @@ type Config struct {
 	Logf         func(format string, args ...any)
 
 	// A WAN: RaftOneWay ± RaftJitter is added to every Raft link each way
-	// from the start (the proxies hold what crosses them; API traffic is
+	// once the workload is set up (the proxies hold what crosses them; API traffic is
 	// not delayed). Regions, when set, gives node i the region Regions[i]
 	// (--region), keeps the leader in Regions[0] (--leader-regions), and
 	// is what the partition-region nemesis cuts along. ServeFlags go to
@@ -107,7 +107,6 @@ func (c *testCluster) event(start time.Time, kind, format string, args ...any) {
 // proxy on the same address.
 func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 	c := &testCluster{cfg: cfg, net: newNetwork(), rng: rand.New(rand.NewSource(cfg.Seed)), logf: cfg.Logf}
-	c.net.setDelay(cfg.RaftOneWay, cfg.RaftJitter)
 	for i := 1; i <= cfg.Nodes; i++ {
 		ip := fmt.Sprintf("127.0.0.%d", 10+i)
 		httpAddr, err1 := proctest.FreeAddr(ip)

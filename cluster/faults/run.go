@@ -94,6 +94,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("setting up the workload: %w\n%s", err, c.logTails(2000))
 	}
 	*w = *newWorkload(h, c.nodes, groups, cfg.RequestTimeout, window, perGroup)
+	// The WAN from here on: the set-up above has no faults and nothing to
+	// check, only requests that must succeed.
+	c.net.setDelay(cfg.RaftOneWay, cfg.RaftJitter)
 	h.start = time.Now()
 
 	// Clients run for the whole duration; nemeses follow one another.

@@ -15,10 +15,11 @@ import (
 // peer (its pre-vote request) pays the TCP handshake first, and the TLS
 // handshake with mutual TLS: one or two extra round trips in every
 // election, 150-300 ms at 150 ms RTT. A follower therefore sends every
-// other voter but the leader an RPC that changes nothing, now and then and
+// other voter but the leader an RPC that changes nothing, every second and
 // as soon as a new leader is known, which leaves an open connection in
 // the pool for the next election (and replaces one a restarted peer left
-// dead: the RPC fails on it and raft drops it).
+// dead: the RPC fails on it, raft drops it, and the RPC is sent again on
+// a new one).
 //
 // The RPC is a vote request of term 0 marked as a leadership transfer:
 // raft refuses it at once, without a log line or any change, because
@@ -30,7 +31,7 @@ import (
 
 // peerProbeEvery is how often a follower refreshes its connections to the
 // other voters.
-const peerProbeEvery = 2 * time.Second
+const peerProbeEvery = time.Second
 
 func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 	defer n.done.Done()
@@ -80,7 +81,11 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 					LeadershipTransfer: true,
 				}
 				var resp raft.RequestVoteResponse
-				trans.RequestVote(s.ID, s.Address, &req, &resp)
+				if trans.RequestVote(s.ID, s.Address, &req, &resp) != nil {
+					// Most likely a pooled connection the peer's restart
+					// left dead: raft dropped it, and this dials afresh.
+					trans.RequestVote(s.ID, s.Address, &req, &resp)
+				}
 				mu.Lock()
 				busy[s.ID] = false
 				mu.Unlock()

@@ -136,7 +136,7 @@ func fail(err error) {
 }
 
 func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 }
 
 // bench is one run: the lab, the nodes, the client.
@@ -378,6 +378,7 @@ func (b *bench) row(ctx context.Context, spec rttSpec) (r row) {
 // provider), any other path a GET.
 func (b *bench) median(ctx context.Context, addr, path string, hdr http.Header) (time.Duration, error) {
 	var ds []time.Duration
+	retries := 0
 	for i := -3; i < b.cfg.requests; i++ {
 		method, p, body, want := http.MethodGet, path, any(nil), http.StatusOK
 		if path == "w" {
@@ -386,6 +387,14 @@ func (b *bench) median(ctx context.Context, addr, path string, hdr http.Header) 
 		}
 		start := time.Now()
 		code, err := b.do(ctx, b.client, addr, method, p, body, hdr)
+		if err == nil && code == http.StatusServiceUnavailable && retries < 5 {
+			// A leader change under way (on a loaded machine a leader can
+			// miss its lease): retried as a client would, not timed.
+			retries++
+			logf("  %s %s on %s: 503, retried (%d so far)", method, p, addr, retries)
+			i--
+			continue
+		}
 		if err != nil || code != want {
 			return 0, fmt.Errorf("%s %s on %s: %d %v", method, p, addr, code, err)
 		}

@@ -36,8 +36,11 @@ func (n *Node) nudgeElections() {
 	defer n.done.Done()
 	obs := make(chan raft.Observation, 16)
 	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.RequestPreVoteRequest)
-		return ok
+		switch o.Data.(type) {
+		case raft.RequestPreVoteRequest, raft.RequestVoteRequest:
+			return true
+		}
+		return false
 	})
 	n.Raft.RegisterObserver(observer)
 	defer n.Raft.DeregisterObserver(observer)
@@ -49,6 +52,10 @@ func (n *Node) nudgeElections() {
 		case <-n.stop:
 			return
 		case o := <-obs:
+			if req, ok := o.Data.(raft.RequestVoteRequest); ok {
+				n.yieldSplitVote(req)
+				continue
+			}
 			req := o.Data.(raft.RequestPreVoteRequest)
 			if req.Term > n.Raft.CurrentTerm() {
 				campaigning[raft.ServerID(req.GetRPCHeader().ID)] = time.Now()
@@ -123,3 +130,43 @@ func (n *Node) checkLeaderNow() {
 		n.Raft.ReloadConfig(rc)
 	}
 }
+
+// yieldSplitVote breaks the tie of a split vote. Two candidates that
+// campaign in the same term each vote for themselves and refuse the
+// other; both then wait a random 1-2 election timeouts and campaign again,
+// and when their timers fire within half an RTT of each other the vote
+// splits again. A candidate that receives the vote request of a voter with
+// a lower id for its own term therefore lengthens its current wait to 2-4
+// election timeouts (raft re-arms a candidate's timer when the election
+// timeout changes, which it notices when the heartbeat timeout is
+// lowered; both are put back shortly after, which leaves the re-armed
+// timer as it is). The other campaigns first, alone, and this node, still
+// a candidate without a leader, grants its pre-vote and vote. Only the
+// wait changes: raft's rules decide the votes, so this cannot elect two
+// leaders, and if the other candidate dies the cluster elects after the
+// longer wait. If raft has not re-armed the timer by the time the timeouts
+// are put back (a very busy machine), nothing changes.
+func (n *Node) yieldSplitVote(req raft.RequestVoteRequest) {
+	from := string(req.GetRPCHeader().ID)
+	if req.LeadershipTransfer || from == "" || from >= n.cfg.NodeID ||
+		n.Raft.State() != raft.Candidate || req.Term != n.Raft.CurrentTerm() {
+		return
+	}
+	rc := n.Raft.ReloadableConfig()
+	slow := rc
+	slow.HeartbeatTimeout = rc.HeartbeatTimeout - time.Millisecond
+	slow.ElectionTimeout = 2 * rc.ElectionTimeout
+	if n.Raft.ReloadConfig(slow) != nil {
+		return
+	}
+	n.cfg.Logger.Info("split vote: yielding the next campaign to the candidate with the lower id", "candidate", from, "term", req.Term)
+	select {
+	case <-n.stop:
+	case <-time.After(splitYieldSettle):
+	}
+	n.Raft.ReloadConfig(rc)
+}
+
+// splitYieldSettle is how long the lengthened election timeout stays set:
+// ample for raft's candidate loop to notice it on an idle machine.
+const splitYieldSettle = 50 * time.Millisecond

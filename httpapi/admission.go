@@ -8,18 +8,22 @@ import (
 	"github.com/placementd/placementd/httpapi/httpguard"
 )
 
-// Admission: the requests that cost a node the most, decoding a request
-// body and searching allocation candidates, each take a slot of their
-// own kind (Config.MaxBodyDecodes, Config.MaxCandidateSearches). A request
-// that finds none free waits at most Config.AdmissionWait, then is
-// answered 503 placement.server.busy with Retry-After, and counted by
-// Observer.RequestAborted with reason AbortBusy. Small requests never
-// wait long for a slot: a slot is held only while the body is decoded,
-// or the search runs.
+// Admission: the requests that cost a node the most take a share of a
+// bounded capacity while they run: decoding a request body takes its size
+// (at least MinBodyWeight) out of Config.MaxBodyDecodeBytes, searching
+// allocation candidates one of Config.MaxCandidateSearches. A request that
+// does not fit waits at most Config.AdmissionWait, then is answered 503
+// placement.server.busy with Retry-After, and counted by
+// Observer.RequestAborted with reason AbortBusy. The share is held only
+// while the body is decoded and validated (not while it arrives: a slow
+// client holds none), or while the search runs and its answer is
+// rendered.
 const (
-	DefaultMaxBodyDecodes       = 32
+	DefaultMaxBodyDecodeBytes   = 32 << 20
 	DefaultMaxCandidateSearches = 16
 	DefaultAdmissionWait        = 2 * time.Second
+	// MinBodyWeight is what a small body counts for.
+	MinBodyWeight = 64 << 10
 
 	// CodeServerBusy: every slot for such requests was taken.
 	CodeServerBusy = "placement.server.busy"
@@ -32,10 +36,10 @@ const (
 	AdmitSearch = "search"
 )
 
-// admit takes a slot from slots for the request, or answers 503 and
+// admit takes weight out of slots for the request, or answers 503 and
 // returns false.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, slots *httpguard.Admission, kind string) (release func(), ok bool) {
-	release, ok = slots.Acquire(r.Context())
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, slots *httpguard.Admission, kind string, weight int64) (release func(), ok bool) {
+	release, ok = slots.Acquire(r.Context(), weight)
 	if !ok {
 		info := infoOf(r)
 		if s.cfg.Observer != nil {

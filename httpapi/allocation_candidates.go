@@ -336,7 +336,7 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 		writeError(w, r, http.StatusBadRequest, perr.detail, perr.code)
 		return
 	}
-	release, ok := s.admit(w, r, s.searchSlots, AdmitSearch)
+	release, ok := s.admit(w, r, s.searchSlots, AdmitSearch, 1)
 	if !ok {
 		return
 	}

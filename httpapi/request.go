@@ -105,8 +105,8 @@ func requireJSON(w http.ResponseWriter, r *http.Request) bool {
 
 // decodeBody reads a JSON body, validates it against sch and decodes it
 // into dst; a *schema.Doc receives the document validated, decoded once.
-// Decoding takes a body slot (Config.MaxBodyDecodes) once the body is
-// read. On failure it has answered 400 (or 408/413/415, or 503 when no
+// Decoding takes the body's share of Config.MaxBodyDecodeBytes once the
+// body is read. On failure it has answered 400 (or 408/413/415, or 503 when no
 // slot came free) and returns false.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst any) bool {
 	if !requireJSON(w, r) {
@@ -129,7 +129,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.
 		}
 		return false
 	}
-	release, ok := s.admit(w, r, s.bodySlots, AdmitBody)
+	release, ok := s.admit(w, r, s.bodySlots, AdmitBody, max(int64(len(body)), MinBodyWeight))
 	if !ok {
 		return false
 	}

@@ -62,11 +62,11 @@ type Config struct {
 	// DefaultRequestTimeout). See deadline.go.
 	RequestTimeout time.Duration
 
-	// MaxBodyDecodes and MaxCandidateSearches bound the request bodies
-	// decoded and the allocation-candidates searches run at once (0: the
-	// defaults; -1: no bound); a request past them waits at most
-	// AdmissionWait (0: DefaultAdmissionWait) for a slot. See admission.go.
-	MaxBodyDecodes       int
+	// MaxBodyDecodeBytes bounds the bytes of request bodies decoded at
+	// once, MaxCandidateSearches the allocation-candidates searches run
+	// at once (0: the defaults; -1: no bound); a request past them waits
+	// at most AdmissionWait (0: DefaultAdmissionWait). See admission.go.
+	MaxBodyDecodeBytes   int64
 	MaxCandidateSearches int
 	AdmissionWait        time.Duration
 
@@ -132,8 +132,8 @@ func New(backend Backend, cfg Config) *Server {
 	if cfg.CandidatesMaxBytes == 0 {
 		cfg.CandidatesMaxBytes = DefaultCandidatesMaxBytes
 	}
-	if cfg.MaxBodyDecodes == 0 {
-		cfg.MaxBodyDecodes = DefaultMaxBodyDecodes
+	if cfg.MaxBodyDecodeBytes == 0 {
+		cfg.MaxBodyDecodeBytes = DefaultMaxBodyDecodeBytes
 	}
 	if cfg.MaxCandidateSearches == 0 {
 		cfg.MaxCandidateSearches = DefaultMaxCandidateSearches
@@ -142,8 +142,8 @@ func New(backend Backend, cfg Config) *Server {
 		cfg.AdmissionWait = DefaultAdmissionWait
 	}
 	s := &Server{cfg: cfg, backend: backend,
-		bodySlots:   httpguard.NewAdmission(cfg.MaxBodyDecodes, cfg.AdmissionWait),
-		searchSlots: httpguard.NewAdmission(cfg.MaxCandidateSearches, cfg.AdmissionWait)}
+		bodySlots:   httpguard.NewAdmission(cfg.MaxBodyDecodeBytes, cfg.AdmissionWait),
+		searchSlots: httpguard.NewAdmission(int64(cfg.MaxCandidateSearches), cfg.AdmissionWait)}
 	router := mux.NewRouter()
 	// Routes matches paths as they are: no cleaning, no redirects.
 	router.SkipClean(true)

@@ -13,11 +13,12 @@ import (
 // node: the HTTP servers' timeouts, open connections, and the admission
 // of expensive requests (docs/security.md, "HTTP limits").
 type httpLimitFlags struct {
-	readHeaderTimeout, readTimeout       time.Duration
-	writeTimeout, idleTimeout            time.Duration
-	maxConns, maxConnsPerIP              int
-	maxBodyDecodes, maxCandidateSearches int
-	admissionWait                        time.Duration
+	readHeaderTimeout, readTimeout time.Duration
+	writeTimeout, idleTimeout      time.Duration
+	maxConns, maxConnsPerIP        int
+	maxBodyDecodeMB                int64
+	maxCandidateSearches           int
+	admissionWait                  time.Duration
 }
 
 func (f *httpLimitFlags) register(fs *flag.FlagSet) {
@@ -27,8 +28,8 @@ func (f *httpLimitFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", httpguard.DefaultIdleTimeout, "a keep-alive connection without a request this long is closed")
 	fs.IntVar(&f.maxConns, "http-max-connections", httpguard.DefaultMaxConns, "cap on connections open to the API at once; past it a new connection is answered 503 and closed (lowered to the open-files limit less 1024, for Raft and the data files; 0: that limit alone)")
 	fs.IntVar(&f.maxConnsPerIP, "http-max-connections-per-ip", httpguard.DefaultMaxConnsPerIP, "cap on connections open to the API from one client address; behind a proxy, at least the proxy's own connection limit (0: no cap)")
-	fs.IntVar(&f.maxBodyDecodes, "max-body-decodes", httpapi.DefaultMaxBodyDecodes, "request bodies decoded at once; past it a request waits up to --admission-wait, then is answered 503 placement.server.busy with Retry-After (-1: no bound)")
-	fs.IntVar(&f.maxCandidateSearches, "max-candidate-searches", httpapi.DefaultMaxCandidateSearches, "allocation-candidates searches run at once; past it as --max-body-decodes (-1: no bound)")
+	fs.Int64Var(&f.maxBodyDecodeMB, "max-body-decode-mb", httpapi.DefaultMaxBodyDecodeBytes>>20, "MiB of request bodies decoded at once (each body counts at least 64 KiB); past it a request waits up to --admission-wait, then is answered 503 placement.server.busy with Retry-After (-1: no bound)")
+	fs.IntVar(&f.maxCandidateSearches, "max-candidate-searches", httpapi.DefaultMaxCandidateSearches, "allocation-candidates searches run at once; past it as --max-body-decode-mb (-1: no bound)")
 	fs.DurationVar(&f.admissionWait, "admission-wait", httpapi.DefaultAdmissionWait, "how long a request waits for a free body or search slot before it is answered 503 placement.server.busy")
 }
 
@@ -60,11 +61,19 @@ func (f *httpLimitFlags) limits(requestTimeout time.Duration) (httpguard.Limits,
 	}
 	for _, n := range []struct {
 		name string
-		v    int
-	}{{"--max-body-decodes", f.maxBodyDecodes}, {"--max-candidate-searches", f.maxCandidateSearches}} {
+		v    int64
+	}{{"--max-body-decode-mb", f.maxBodyDecodeMB}, {"--max-candidate-searches", int64(f.maxCandidateSearches)}} {
 		if n.v == 0 || n.v < -1 {
 			return l, fmt.Errorf("%s %d: want -1 (no bound) or a positive number", n.name, n.v)
 		}
 	}
 	return l.FitFDLimit(), nil
+}
+
+// mbOrUnbounded turns a MiB flag whose -1 means no bound into bytes.
+func mbOrUnbounded(mb int64) int64 {
+	if mb < 0 {
+		return -1
+	}
+	return mb << 20
 }

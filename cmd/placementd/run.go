@@ -143,7 +143,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		AllocationCandidatesStrategy:  c.candidates.strategy,
 		CandidatesMaxBytes:            c.candidates.memoryMB << 20,
 		RequestTimeout:                c.requestTimeout,
-		MaxBodyDecodes:                c.httpLimits.maxBodyDecodes,
+		MaxBodyDecodeBytes:            mbOrUnbounded(c.httpLimits.maxBodyDecodeMB),
 		MaxCandidateSearches:          c.httpLimits.maxCandidateSearches,
 		AdmissionWait:                 c.httpLimits.admissionWait,
 	})

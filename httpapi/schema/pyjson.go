@@ -21,24 +21,38 @@ func pyLoads(body []byte) (any, error) {
 	if msg := pyUTF8Error(body); msg != "" {
 		return nil, &DecodeError{fmt.Errorf("%s", msg)}
 	}
-	p := &pyScanner{s: body}
+	p := &pyScanner{s: body, dry: true}
 	if bytes.HasPrefix(body, []byte("\ufeff")) {
 		return nil, p.fail("Unexpected UTF-8 BOM (decode using utf-8-sig)", 0)
 	}
-	v, end, err := p.value(p.skipWS(0), 0)
-	if err != nil {
-		return nil, err
+	// A first pass only checks the syntax, building nothing: a malformed
+	// body, however large, costs its own bytes and no more. The second
+	// builds the values of a well-formed one.
+	for _, dry := range []bool{true, false} {
+		p.dry = dry
+		v, end, err := p.value(p.skipWS(0), 0)
+		if err != nil {
+			return nil, err
+		}
+		if end = p.skipWS(end); end != len(body) {
+			return nil, p.fail("Extra data", end)
+		}
+		if !dry {
+			return v, nil
+		}
 	}
-	if end = p.skipWS(end); end != len(body) {
-		return nil, p.fail("Extra data", end)
-	}
-	return v, nil
+	panic("unreachable")
 }
 
 // pyScanner parses a valid UTF-8 document. Every byte that matters to the
 // grammar is ASCII, so it works on bytes and converts positions to
 // characters only for messages.
-type pyScanner struct{ s []byte }
+type pyScanner struct {
+	s []byte
+	// dry scans without building values (they come back nil): the
+	// errors are the same.
+	dry bool
+}
 
 // fail is a json.JSONDecodeError at byte offset pos.
 func (p *pyScanner) fail(msg string, pos int) error {
@@ -92,14 +106,21 @@ func (p *pyScanner) value(i, depth int) (any, int, error) {
 	case c == 'f' && p.hasAt(i, "false"):
 		return false, i + 5, nil
 	case c == 'N' && p.hasAt(i, "NaN"):
-		return &number{lit: "NaN", isFloat: true, f: math.NaN()}, i + 3, nil
+		return nanNumber, i + 3, nil
 	case c == 'I' && p.hasAt(i, "Infinity"):
-		return &number{lit: "Infinity", isFloat: true, f: math.Inf(1)}, i + 8, nil
+		return infNumber, i + 8, nil
 	case c == '-' && p.hasAt(i, "-Infinity"):
-		return &number{lit: "-Infinity", isFloat: true, f: math.Inf(-1)}, i + 9, nil
+		return negInfNumber, i + 9, nil
 	}
 	return p.number(i)
 }
+
+// Values are immutable: documents share these.
+var (
+	nanNumber    = &number{lit: "NaN", isFloat: true, f: math.NaN()}
+	infNumber    = &number{lit: "Infinity", isFloat: true, f: math.Inf(1)}
+	negInfNumber = &number{lit: "-Infinity", isFloat: true, f: math.Inf(-1)}
+)
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
@@ -137,6 +158,9 @@ func (p *pyScanner) number(start int) (any, int, error) {
 			i = k
 		}
 	}
+	if p.dry {
+		return nil, i, nil
+	}
 	num, err := parseNumber(string(p.s[start:i]))
 	if err != nil {
 		return nil, 0, &DecodeError{err}
@@ -158,7 +182,9 @@ func (p *pyScanner) str(begin int) (any, int, error) {
 			}
 			j++
 		}
-		b.Write(p.s[i:j])
+		if !p.dry {
+			b.Write(p.s[i:j])
+		}
 		if j == n {
 			return nil, 0, p.fail("Unterminated string starting at", quote)
 		}
@@ -175,7 +201,9 @@ func (p *pyScanner) str(begin int) (any, int, error) {
 			if !ok {
 				return nil, 0, p.fail("Invalid \\escape", j)
 			}
-			b.WriteByte(r)
+			if !p.dry {
+				b.WriteByte(r)
+			}
 			i = j + 2
 			continue
 		}
@@ -199,7 +227,9 @@ func (p *pyScanner) str(begin int) (any, int, error) {
 			}
 		}
 		// A lone surrogate (Python keeps it) becomes U+FFFD.
-		b.WriteRune(rune(c))
+		if !p.dry {
+			b.WriteRune(rune(c))
+		}
 	}
 }
 
@@ -223,7 +253,10 @@ func hex4(h []byte) (int, bool) {
 
 // object is _parse_object_unicode; i follows the '{'.
 func (p *pyScanner) object(i, depth int) (any, int, error) {
-	obj := newObject()
+	var obj *object
+	if !p.dry {
+		obj = newObject()
+	}
 	i = p.skipWS(i)
 	if i < len(p.s) && p.s[i] == '}' {
 		return obj, i + 1, nil
@@ -244,7 +277,9 @@ func (p *pyScanner) object(i, depth int) (any, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		obj.set(k.(string), v)
+		if !p.dry {
+			obj.set(k.(string), v)
+		}
 		i = p.skipWS(next)
 		if i < len(p.s) && p.s[i] == '}' {
 			return obj, i + 1, nil
@@ -258,7 +293,10 @@ func (p *pyScanner) object(i, depth int) (any, int, error) {
 
 // array is _parse_array_unicode; i follows the '['.
 func (p *pyScanner) array(i, depth int) (any, int, error) {
-	arr := []any{}
+	var arr []any
+	if !p.dry {
+		arr = []any{}
+	}
 	i = p.skipWS(i)
 	if i < len(p.s) && p.s[i] == ']' {
 		return arr, i + 1, nil
@@ -268,7 +306,9 @@ func (p *pyScanner) array(i, depth int) (any, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		arr = append(arr, v)
+		if !p.dry {
+			arr = append(arr, v)
+		}
 		i = p.skipWS(next)
 		if i < len(p.s) && p.s[i] == ']' {
 			return arr, i + 1, nil

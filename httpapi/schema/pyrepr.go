@@ -68,7 +68,7 @@ func (n *number) repr() string {
 	if n.isFloat {
 		return pyFloatRepr(n.f)
 	}
-	return n.i.String()
+	return n.bigInt().String()
 }
 
 // pyFloatRepr is Python's repr(float): the shortest round-tripping digits,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -30,6 +31,9 @@ func pyLoads(body []byte) (any, error) {
 	// builds the values of a well-formed one.
 	for _, dry := range []bool{true, false} {
 		p.dry = dry
+		if !dry {
+			p.src = string(body)
+		}
 		v, end, err := p.value(p.skipWS(0), 0)
 		if err != nil {
 			return nil, err
@@ -49,9 +53,17 @@ func pyLoads(body []byte) (any, error) {
 // characters only for messages.
 type pyScanner struct {
 	s []byte
+	// src is s as a string, for the building pass: strings without
+	// escapes and number literals are slices of it, not copies.
+	src string
 	// dry scans without building values (they come back nil): the
 	// errors are the same.
 	dry bool
+	// sizes holds the member count of every non-empty array and object,
+	// in the order they open: the dry pass notes them, the building pass
+	// (next: the index of the next one) makes each exactly that big.
+	sizes []int32
+	next  int
 }
 
 // fail is a json.JSONDecodeError at byte offset pos.
@@ -122,6 +134,57 @@ var (
 	negInfNumber = &number{lit: "-Infinity", isFloat: true, f: math.Inf(-1)}
 )
 
+// emptyObject and emptyArray stand for every {} and [] of a document
+// (values are never changed once built).
+var (
+	emptyObject any = newObject()
+	emptyArray  any = []any{}
+)
+
+// smallInts are the numbers 0 to 999, shared by the documents that hold
+// them: a body of many small numbers costs a slot per number, not an
+// allocation.
+var smallInts = func() (t [1000]*number) {
+	for i := range t {
+		t[i] = &number{lit: strconv.Itoa(i)}
+	}
+	return t
+}()
+
+// smallInt is the shared number for the literal lit, or nil.
+func smallInt(lit []byte) *number {
+	if len(lit) == 0 || len(lit) > 3 || (lit[0] == '0' && len(lit) > 1) {
+		return nil
+	}
+	v := 0
+	for _, c := range lit {
+		if !isDigit(c) {
+			return nil
+		}
+		v = v*10 + int(c-'0')
+	}
+	return smallInts[v]
+}
+
+// simpleEscape is the character a backslash and c stand for.
+func simpleEscape(c byte) (byte, bool) {
+	switch c {
+	case '"', '\\', '/':
+		return c, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
+}
+
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // number is _match_number_unicode: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?
@@ -161,7 +224,10 @@ func (p *pyScanner) number(start int) (any, int, error) {
 	if p.dry {
 		return nil, i, nil
 	}
-	num, err := parseNumber(string(p.s[start:i]))
+	if n := smallInt(p.s[start:i]); n != nil {
+		return n, i, nil
+	}
+	num, err := parseNumber(p.src[start:i])
 	if err != nil {
 		return nil, 0, &DecodeError{err}
 	}
@@ -182,6 +248,10 @@ func (p *pyScanner) str(begin int) (any, int, error) {
 			}
 			j++
 		}
+		if j < n && p.s[j] == '"' && i == begin && !p.dry {
+			// No escape: the string is a slice of the document.
+			return p.src[begin:j], j + 1, nil
+		}
 		if !p.dry {
 			b.Write(p.s[i:j])
 		}
@@ -197,7 +267,7 @@ func (p *pyScanner) str(begin int) (any, int, error) {
 		}
 		esc := p.s[j+1]
 		if esc != 'u' {
-			r, ok := map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}[esc]
+			r, ok := simpleEscape(esc)
 			if !ok {
 				return nil, 0, p.fail("Invalid \\escape", j)
 			}
@@ -253,15 +323,18 @@ func hex4(h []byte) (int, bool) {
 
 // object is _parse_object_unicode; i follows the '{'.
 func (p *pyScanner) object(i, depth int) (any, int, error) {
-	var obj *object
-	if !p.dry {
-		obj = newObject()
-	}
 	i = p.skipWS(i)
 	if i < len(p.s) && p.s[i] == '}' {
-		return obj, i + 1, nil
+		return emptyObject, i + 1, nil
 	}
-	for {
+	var obj *object
+	at := p.open()
+	if !p.dry {
+		obj = newObject()
+		obj.keys = make([]string, 0, at)
+		obj.vals = make(map[string]any, at)
+	}
+	for members := int32(1); ; members++ {
 		if i >= len(p.s) || p.s[i] != '"' {
 			return nil, 0, p.fail("Expecting property name enclosed in double quotes", i)
 		}
@@ -282,6 +355,7 @@ func (p *pyScanner) object(i, depth int) (any, int, error) {
 		}
 		i = p.skipWS(next)
 		if i < len(p.s) && p.s[i] == '}' {
+			p.close(at, members)
 			return obj, i + 1, nil
 		}
 		if i >= len(p.s) || p.s[i] != ',' {
@@ -291,17 +365,38 @@ func (p *pyScanner) object(i, depth int) (any, int, error) {
 	}
 }
 
+// open notes a non-empty array or object opening. In the dry pass it
+// returns where its size goes (for close); in the building pass, its size.
+func (p *pyScanner) open() int {
+	if p.dry {
+		p.sizes = append(p.sizes, 0)
+		return len(p.sizes) - 1
+	}
+	n := p.sizes[p.next]
+	p.next++
+	return int(n)
+}
+
+// close notes, in the dry pass, the size of the container open returned
+// at for.
+func (p *pyScanner) close(at int, members int32) {
+	if p.dry {
+		p.sizes[at] = members
+	}
+}
+
 // array is _parse_array_unicode; i follows the '['.
 func (p *pyScanner) array(i, depth int) (any, int, error) {
-	var arr []any
-	if !p.dry {
-		arr = []any{}
-	}
 	i = p.skipWS(i)
 	if i < len(p.s) && p.s[i] == ']' {
-		return arr, i + 1, nil
+		return emptyArray, i + 1, nil
 	}
-	for {
+	var arr []any
+	at := p.open()
+	if !p.dry {
+		arr = make([]any, 0, at)
+	}
+	for members := int32(1); ; members++ {
 		v, next, err := p.value(i, depth+1)
 		if err != nil {
 			return nil, 0, err
@@ -311,6 +406,7 @@ func (p *pyScanner) array(i, depth int) (any, int, error) {
 		}
 		i = p.skipWS(next)
 		if i < len(p.s) && p.s[i] == ']' {
+			p.close(at, members)
 			return arr, i + 1, nil
 		}
 		if i >= len(p.s) || p.s[i] != ',' {

@@ -65,19 +65,14 @@ func (o *object) sortedKeys() []string {
 // number is a JSON number: a Python int when the literal has neither a
 // fraction nor an exponent (json.loads rule), a Python float otherwise.
 type number struct {
-	lit     string   // literal as written (returned to callers as json.Number)
-	isFloat bool     // Python float rather than int
-	i       *big.Int // when !isFloat and made by intNumber; else see bigInt
-	f       float64  // when isFloat; may be ±Inf ("1e400" is inf in Python)
+	lit     string  // literal as written (returned to callers as json.Number)
+	isFloat bool    // Python float rather than int
+	f       float64 // when isFloat; may be ±Inf ("1e400" is inf in Python)
 }
 
-// bigInt is an integer's value. A parsed literal keeps only its text (a
-// body of many numbers then costs less), and is read when a keyword
-// compares it.
+// bigInt is an integer's value. A number keeps only its literal (a body
+// of many numbers then costs less), read when a keyword compares it.
 func (n *number) bigInt() *big.Int {
-	if n.i != nil {
-		return n.i
-	}
 	i, _ := new(big.Int).SetString(n.lit, 10)
 	return i
 }
@@ -96,7 +91,7 @@ func parseNumber(lit string) (*number, error) {
 	return &number{lit: lit}, nil
 }
 
-func intNumber(i *big.Int) *number { return &number{lit: i.String(), i: i} }
+func intNumber(i *big.Int) *number { return &number{lit: i.String()} }
 
 func floatNumber(f float64) *number {
 	return &number{lit: strconv.FormatFloat(f, 'g', -1, 64), isFloat: true, f: f}

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/httpapi/httpguard"
@@ -77,18 +78,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		ln.Close()
 		return err
 	}
-	// The connection caps count sockets, under TLS: a refused connection
-	// costs no handshake (and gets no answer it could read).
-	var refusal []byte
-	if sec.apiTLS == nil {
-		refusal = httpapi.ConnRefusal()
-	}
-	guard := httpguard.Listen(ln, limits, refusal, mtr.ConnRefused)
-	mtr.WatchConnections(guard.Open)
-	ln = guard
-	if sec.apiTLS != nil {
-		ln = tls.NewListener(ln, sec.apiTLS)
-	}
+	ln = apiListener(ln, limits, sec.apiTLS, mtr)
 
 	timing, err := cf.raftTiming()
 	if err != nil {
@@ -151,9 +141,6 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	frontCtx, stopFront := context.WithCancel(context.Background())
 	defer stopFront()
 	go front.Run(frontCtx)
-	// Answer a non-numeric Content-Length as upstream does, not with Go's
-	// bare 400. It reads the decrypted stream, so it wraps the TLS listener.
-	ln = httpapi.FixContentLength(ln)
 	var handler http.Handler = withProbes(front, mtr)
 	if sec.apiTLS != nil {
 		handler = markTLS(handler)
@@ -284,6 +271,26 @@ func restorePending(node *cluster.Node, path string, log *slog.Logger) error {
 	}
 	log.Info("restored snapshot", "file", path, "digest", digest)
 	return os.Remove(path)
+}
+
+// apiListener stacks the API's listeners over the TCP one: the connection
+// caps, counting sockets (under TLS: a refused connection costs no
+// handshake, and gets no answer it could read), then TLS when configured,
+// then FixContentLength, which answers a non-numeric Content-Length as
+// upstream does rather than with Go's bare 400 (it reads the decrypted
+// stream).
+func apiListener(ln net.Listener, limits httpguard.Limits, tlsConfig *tls.Config, mtr *metrics.Metrics) net.Listener {
+	var refusal []byte
+	if tlsConfig == nil {
+		refusal = httpapi.ConnRefusal()
+	}
+	guard := httpguard.Listen(ln, limits, refusal, mtr.ConnRefused)
+	mtr.WatchConnections(guard.Open)
+	ln = guard
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	return httpapi.FixContentLength(ln)
 }
 
 // markTLS sets r.TLS on requests that came over the TLS listener. The

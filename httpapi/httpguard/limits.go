@@ -23,8 +23,9 @@ const (
 	// default write timeout, which must outlast every answer.
 	WriteTimeoutMargin = 30 * time.Second
 	// DefaultMaxConns and DefaultMaxConnsPerIP cap open connections; a
-	// cloud of a few thousand nova services keeps one or two each.
-	DefaultMaxConns      = 16384
+	// cloud of a few thousand nova services keeps one or two each, and an
+	// idle connection costs the node about 20 KiB.
+	DefaultMaxConns      = 32768
 	DefaultMaxConnsPerIP = 2048
 	// FDReserve is kept free of client connections under the process's
 	// file descriptor limit, for Raft, the data files and forwarding.

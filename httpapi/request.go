@@ -182,8 +182,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
+			// Doubling, and the announced length at once when half of it
+			// has come: the buffers made add up to twice the body.
 			next := int64(cap(buf)) * 2
-			if r.ContentLength > 0 && next > r.ContentLength+1 && int64(cap(buf)) <= r.ContentLength {
+			if r.ContentLength > 0 && next > r.ContentLength/2 {
 				next = r.ContentLength + 1
 			}
 			buf = append(make([]byte, 0, next), buf...)

@@ -26,12 +26,7 @@ func openSecretNode(t *testing.T, id, raftSecret string, bootstrap bool) *cluste
 		NodeID: id, RaftAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:1",
 		Bootstrap: bootstrap, InMemory: true, RaftTLS: cfg,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft-" + id, Level: hclog.Error, Output: io.Discard}),
-		// Real TCP and TLS under -race on a shared box: a little slack.
-		Tune: func(rc *raft.Config) {
-			rc.HeartbeatTimeout = 500 * time.Millisecond
-			rc.ElectionTimeout = 500 * time.Millisecond
-			rc.LeaderLeaseTimeout = 250 * time.Millisecond
-		},
+		Tune:   tcpTiming,
 	}, fsm.New())
 	if err != nil {
 		t.Fatal(err)

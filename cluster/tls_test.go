@@ -88,6 +88,14 @@ func (ca *testCA) client() *http.Client {
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
 }
 
+// tcpTiming is the Raft timing of the nodes over real TCP and TLS: under
+// -race on a shared box, a little slack.
+func tcpTiming(rc *raft.Config) {
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+}
+
 // tlsNode is a node over real TCP: Raft with mutual TLS, the real API
 // behind the cluster front on an HTTPS listener.
 type tlsNode struct {
@@ -111,12 +119,7 @@ func startTLSNode(t *testing.T, id string, bootstrap bool, raftCA, apiCA *testCA
 		RaftTLS: &tls.Config{Certificates: []tls.Certificate{raftCA.issue(t, id)}, RootCAs: raftCA.pool},
 		APITLS:  &tls.Config{RootCAs: apiCA.pool},
 		Logger:  hclog.New(&hclog.LoggerOptions{Name: "raft-" + id, Level: hclog.Error, Output: io.Discard}),
-		// Real TCP and TLS under -race on a shared box: a little slack.
-		Tune: func(rc *raft.Config) {
-			rc.HeartbeatTimeout = 500 * time.Millisecond
-			rc.ElectionTimeout = 500 * time.Millisecond
-			rc.LeaderLeaseTimeout = 250 * time.Millisecond
-		},
+		Tune:    tcpTiming,
 	}, fsm.New())
 	if err != nil {
 		ln.Close()

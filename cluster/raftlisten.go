@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -52,9 +53,21 @@ type raftListener struct {
 
 	pending, open chan struct{} // semaphores
 	ready         chan net.Conn
-	closed        chan struct{}
-	closeOnce     sync.Once
+	// ctx ends with Close, and with it the connections still being
+	// admitted.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+
+	// Refusals are logged at most once per refusalLogEvery, with the
+	// count since, so that a flood does not flood the log too.
+	logMu     sync.Mutex
+	refused   int
+	lastWarn  time.Time
+	lastError string
 }
+
+const refusalLogEvery = 10 * time.Second
 
 func newRaftListener(inner net.Listener, server *tls.Config, limits raftConnLimits, logger hclog.Logger) *raftListener {
 	l := &raftListener{
@@ -62,8 +75,8 @@ func newRaftListener(inner net.Listener, server *tls.Config, limits raftConnLimi
 		pending: make(chan struct{}, limits.MaxPending),
 		open:    make(chan struct{}, limits.MaxOpen),
 		ready:   make(chan net.Conn),
-		closed:  make(chan struct{}),
 	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.acceptLoop()
 	return l
 }
@@ -72,7 +85,7 @@ func (l *raftListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.ready:
 		return c, nil
-	case <-l.closed:
+	case <-l.ctx.Done():
 		return nil, net.ErrClosed
 	}
 }
@@ -80,10 +93,29 @@ func (l *raftListener) Accept() (net.Conn, error) {
 func (l *raftListener) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
-		close(l.closed)
+		l.cancel()
 		err = l.inner.Close()
 	})
 	return err
+}
+
+// refuse closes c and counts it, logging why now and then.
+func (l *raftListener) refuse(c net.Conn, why string, err error) {
+	c.Close()
+	if l.ctx.Err() != nil {
+		return // closing: not a refusal
+	}
+	l.logMu.Lock()
+	defer l.logMu.Unlock()
+	l.refused++
+	l.lastError = why
+	if err != nil {
+		l.lastError += ": " + err.Error()
+	}
+	if now := time.Now(); now.Sub(l.lastWarn) >= refusalLogEvery {
+		l.logger.Warn("raft: refused inbound connections", "count", l.refused, "last", l.lastError, "remote", c.RemoteAddr().String())
+		l.refused, l.lastWarn = 0, now
+	}
 }
 
 func (l *raftListener) Addr() net.Addr { return l.inner.Addr() }
@@ -93,12 +125,7 @@ func (l *raftListener) acceptLoop() {
 	for {
 		c, err := l.inner.Accept()
 		if err != nil {
-			select {
-			case <-l.closed:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
+			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
 			// Out of file descriptors and the like: back off as net/http
@@ -107,7 +134,7 @@ func (l *raftListener) acceptLoop() {
 			l.logger.Warn("raft: accepting a connection", "error", err)
 			select {
 			case <-time.After(delay):
-			case <-l.closed:
+			case <-l.ctx.Done():
 				return
 			}
 			continue
@@ -117,8 +144,7 @@ func (l *raftListener) acceptLoop() {
 		case l.pending <- struct{}{}:
 			go l.admit(c)
 		default:
-			l.logger.Warn("raft: too many inbound connections in handshake, closing one", "remote", c.RemoteAddr().String(), "max", l.limits.MaxPending)
-			c.Close()
+			l.refuse(c, "too many connections in handshake", nil)
 		}
 	}
 }
@@ -127,13 +153,14 @@ func (l *raftListener) acceptLoop() {
 // there is TLS) and sent its first byte, or closes it.
 func (l *raftListener) admit(raw net.Conn) {
 	defer func() { <-l.pending }()
+	stop := context.AfterFunc(l.ctx, func() { raw.Close() })
+	defer stop()
 	var c net.Conn = raw
 	if l.tls != nil {
 		tc := tls.Server(raw, l.tls)
 		raw.SetDeadline(time.Now().Add(l.limits.Handshake))
 		if err := tc.Handshake(); err != nil {
-			l.logger.Warn("raft: refused an inbound connection", "remote", raw.RemoteAddr().String(), "error", err)
-			raw.Close()
+			l.refuse(raw, "TLS handshake", err)
 			return
 		}
 		c = tc
@@ -141,22 +168,20 @@ func (l *raftListener) admit(raw net.Conn) {
 	raw.SetDeadline(time.Now().Add(l.limits.FirstMessage))
 	var first [1]byte
 	if _, err := c.Read(first[:]); err != nil {
-		l.logger.Debug("raft: inbound connection sent nothing", "remote", raw.RemoteAddr().String(), "error", err)
-		c.Close()
+		l.refuse(c, "no first message", err)
 		return
 	}
 	raw.SetDeadline(time.Time{})
 	select {
 	case l.open <- struct{}{}:
 	default:
-		l.logger.Warn("raft: too many open inbound connections, closing one", "remote", raw.RemoteAddr().String(), "max", l.limits.MaxOpen)
-		c.Close()
+		l.refuse(c, "too many open connections", nil)
 		return
 	}
 	ac := &admittedConn{Conn: c, first: first[:], release: func() { <-l.open }}
 	select {
 	case l.ready <- ac:
-	case <-l.closed:
+	case <-l.ctx.Done():
 		ac.Close()
 	}
 }

@@ -249,3 +249,32 @@ func admitMember(t *testing.T, l *raftListener, accepted chan net.Conn) net.Conn
 		c.Close()
 	}
 }
+
+// Closing the listener (raft's transport shutting down) closes the
+// connections still in handshake, rather than leaving them to their
+// deadlines.
+func TestRaftListenerCloseEndsPending(t *testing.T) {
+	l := listenRaft(t, "the secret", raftConnLimits{Handshake: time.Minute, FirstMessage: time.Minute, MaxPending: 4, MaxOpen: 4})
+	raw, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	// Wait until the listener holds it in handshake.
+	waitUntil(t, func() bool { return len(l.pending) == 1 })
+	l.Close()
+	if closed, err := closedByServer(raw, 20*time.Second); !closed {
+		t.Errorf("a connection in handshake outlived the listener (%v)", err)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

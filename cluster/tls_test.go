@@ -88,12 +88,14 @@ func (ca *testCA) client() *http.Client {
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
 }
 
-// tcpTiming is the Raft timing of the nodes over real TCP and TLS: under
-// -race on a shared box, a little slack.
+// tcpTiming is the Raft timing of the nodes over real TCP and TLS: raft's
+// defaults, as in production. Under -race on a shared, loaded box (load
+// average 40 on 2 cores) shorter timeouts cost the leader its lease in
+// the middle of the tests, which then write to a node no longer leading.
 func tcpTiming(rc *raft.Config) {
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
-	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+	rc.HeartbeatTimeout = time.Second
+	rc.ElectionTimeout = time.Second
+	rc.LeaderLeaseTimeout = 500 * time.Millisecond
 }
 
 // tlsNode is a node over real TCP: Raft with mutual TLS, the real API

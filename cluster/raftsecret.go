@@ -67,7 +67,12 @@ func raftCAFromSecret(secret string) (*x509.Certificate, ed25519.PrivateKey, err
 			return
 		}
 		key := ed25519.NewKeyFromSeed(seed)
+		// Set, not left to Go, whose way of generating it changed (SHA-1,
+		// then truncated SHA-256): builds with different Go versions must
+		// still derive the same certificate.
+		ski := sha256.Sum256(key.Public().(ed25519.PublicKey))
 		tmpl := &x509.Certificate{
+			SubjectKeyId:          ski[:20],
 			SerialNumber:          big.NewInt(1),
 			Subject:               pkix.Name{CommonName: "placementd Raft CA (derived from the cluster secret)"},
 			NotBefore:             raftCANotBefore,

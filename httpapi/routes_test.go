@@ -65,20 +65,22 @@ func TestRouteTableDrives405And406(t *testing.T) {
 				t.Errorf("%s %s at 1.%d (below its 1.%d): %d, want %d", e.method, e.path, e.min-1, e.min, r.status, want)
 			}
 		}
-		if e.accept {
-			h := at(e.min)
-			h["Accept"] = "text/plain"
-			if r := send(t, api.URL, e.method, path, h, ""); r.status != 406 ||
-				!strings.Contains(r.body, "Only application/json is provided") {
-				t.Errorf("%s %s with Accept text/plain: %d %q, want 406", e.method, e.path, r.status, r.body)
+		for _, c := range []struct {
+			on           bool
+			header, body string
+			status       int
+			detail       string
+		}{
+			{e.accept, "Accept", "", 406, "Only application/json is provided"},
+			{e.content, "Content-Type", "x", 415, "The media type text/plain is not supported, use application/json"},
+		} {
+			if !c.on {
+				continue
 			}
-		}
-		if e.content {
 			h := at(e.min)
-			h["Content-Type"] = "text/plain"
-			if r := send(t, api.URL, e.method, path, h, "x"); r.status != 415 ||
-				!strings.Contains(r.body, "The media type text/plain is not supported, use application/json") {
-				t.Errorf("%s %s with a text/plain body: %d %q, want 415", e.method, e.path, r.status, r.body)
+			h[c.header] = "text/plain"
+			if r := send(t, api.URL, e.method, path, h, c.body); r.status != c.status || !strings.Contains(r.body, c.detail) {
+				t.Errorf("%s %s with %s text/plain: %d %q, want %d", e.method, e.path, c.header, r.status, r.body, c.status)
 			}
 		}
 	}

@@ -128,13 +128,21 @@ func TestRouteTableMicroversionFloors(t *testing.T) {
 
 // Every line's ranges are disjoint per method, its schemas ascend, and its
 // policy rule is one the enforcer has registered (an unregistered one would
-// answer every request with 500).
+// answer every request with 500) and that upstream documents as protecting
+// that method and path.
 func TestRouteTableConsistent(t *testing.T) {
 	enf, _, err := policy.New(policy.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	admin := policy.Credentials{UserID: "admin", ProjectID: "admin", Roles: []string{"admin"}, IsAdminProject: true}
+	ops := map[string]map[policy.Operation]bool{} // rule -> the requests upstream says it protects
+	for _, r := range policy.Rules() {
+		ops[r.Name] = map[policy.Operation]bool{}
+		for _, op := range r.Operations {
+			ops[r.Name][op] = true
+		}
+	}
 	table := (&Server{}).table()
 	for i, e := range table {
 		for _, o := range table[:i] {
@@ -162,6 +170,9 @@ func TestRouteTableConsistent(t *testing.T) {
 				t.Errorf("%s %s: no policy rule", e.method, e.path)
 			}
 			continue
+		}
+		if !ops[e.policy][policy.Operation{Method: e.method, Path: e.path}] {
+			t.Errorf("%s %s: rule %q does not list it among upstream's operations", e.method, e.path, e.policy)
 		}
 		err := enf.Authorize(e.policy, admin, policy.DefaultTarget(admin))
 		var unregistered *policy.NotRegisteredError

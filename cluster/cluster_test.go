@@ -156,13 +156,16 @@ func TestFollowersServeTheWholeAPI(t *testing.T) {
 		n   *testNode
 		msg string
 	}{{f[0], `"msg":"forwarded"`}, {leader, `"msg":"request"`}} {
-		found := false
-		for _, line := range strings.Split(want.n.logs.String(), "\n") {
-			found = found || strings.Contains(line, want.msg) && strings.Contains(line, `"request_id":"`+rid+`"`)
-		}
-		if !found {
-			t.Errorf("%s logged no %s line with request id %s", want.n.id, want.msg, rid)
-		}
+		// A node logs a request once its answer is written, which can be
+		// after the client has read it: wait for the line.
+		waitFor(t, fmt.Sprintf("%s to log a %s line with request id %s", want.n.id, want.msg, rid), func() bool {
+			for _, line := range strings.Split(want.n.logs.String(), "\n") {
+				if strings.Contains(line, want.msg) && strings.Contains(line, `"request_id":"`+rid+`"`) {
+					return true
+				}
+			}
+			return false
+		})
 	}
 
 	// A stale read is answered by the node itself.

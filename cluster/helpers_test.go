@@ -174,7 +174,9 @@ func (c *testCluster) stop(n *testNode) {
 // join adds n through the API of via and waits until n has caught up.
 func (c *testCluster) join(n, via *testNode, nonVoter bool) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Generous: a join can wait for a snapshot install to the new node
+	// before its configuration commits, slow on a loaded 2-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	if err := n.node.JoinCluster(ctx, []string{via.addr}, secret, nonVoter); err != nil {
 		c.t.Fatalf("join %s: %v", n.id, err)
@@ -274,7 +276,8 @@ func (r response) json(t *testing.T) map[string]any {
 	return v
 }
 
-// do sends a Placement request as admin at microversion 1.39.
+// do sends a Placement request as admin at microversion 1.39, with the
+// cluster secret (answers name the node that served them only then).
 func do(t *testing.T, n *testNode, method, path string, body any, headers ...string) response {
 	t.Helper()
 	var rd io.Reader
@@ -285,6 +288,7 @@ func do(t *testing.T, n *testNode, method, path string, body any, headers ...str
 	req, _ := http.NewRequest(method, "http://"+n.addr+path, rd)
 	req.Header.Set("X-Auth-Token", "admin")
 	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	req.Header.Set("Authorization", "Bearer "+secret)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"io"
 	"log"
 	"log/slog"
@@ -356,8 +357,15 @@ func TestTLSRejectsForeignNodes(t *testing.T) {
 		t.Fatalf("the rogue node heard from leader %q", id)
 	}
 	admin := &cluster.Client{Addr: n1.addr, Secret: secret, TLS: &tls.Config{RootCAs: apiCA.pool}}
-	if err := admin.Remove(context.Background(), "rogue"); err != nil {
-		t.Fatal(err)
+	// A leadership change on a loaded machine answers 503 "retry": retry.
+	var removeErr error
+	waitFor(t, "the rogue node's removal", func() bool {
+		removeErr = admin.Remove(context.Background(), "rogue")
+		var se *cluster.StatusError
+		return !errors.As(removeErr, &se) || se.Code != http.StatusServiceUnavailable
+	})
+	if removeErr != nil {
+		t.Fatal(removeErr)
 	}
 
 	// An impostor at a member's Raft address, with another CA's

@@ -79,11 +79,11 @@ func (s *Server) setAggregates(w http.ResponseWriter, r *http.Request) {
 			Aggregates []string `json:"aggregates"`
 			Generation int64    `json:"resource_provider_generation"`
 		}
-		if !decodeRouteBody(w, r, &body) {
+		if !s.decodeRouteBody(w, r, &body) {
 			return
 		}
 		cmd.Aggregates, cmd.Generation = body.Aggregates, &body.Generation
-	} else if !decodeRouteBody(w, r, &cmd.Aggregates) {
+	} else if !s.decodeRouteBody(w, r, &cmd.Aggregates) {
 		return
 	}
 	if cmd.Aggregates == nil {

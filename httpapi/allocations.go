@@ -254,7 +254,7 @@ func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 	}
 	consumer := canonicalUUID(raw)
 	var body schema.Doc
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	ca := s.consumerAllocations(r, consumer, body, !versionOf(r).AtLeast(12))
@@ -266,7 +266,7 @@ func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 
 func (s *Server) setAllocations(w http.ResponseWriter, r *http.Request) {
 	var body schema.Doc
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.SetAllocations{Post: true, Consumers: s.consumersOf(r, body), WriteOrder: true}); !ok {

@@ -408,7 +408,7 @@ func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	var class string
@@ -430,7 +430,7 @@ func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	v, ok := s.apply(w, r, &state.UpdateInventory{
@@ -452,7 +452,7 @@ func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
 		Generation  json.RawMessage `json:"resource_provider_generation"`
 		Inventories json.RawMessage `json:"inventories"`
 	}
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	records, err := decodeEach[map[string]json.RawMessage](body.Inventories)

@@ -48,7 +48,7 @@ var (
 
 func (s *Server) reshape(w http.ResponseWriter, r *http.Request) {
 	var body schema.Doc
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	inventories := body.Get("inventories")

@@ -68,7 +68,7 @@ func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
 	var body struct{ Name string }
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.CreateResourceClass{Name: body.Name, MaxPlusOne: true}); !ok {
@@ -81,7 +81,7 @@ func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
 // renameResourceClass is PUT before 1.7: it renames a custom class.
 func (s *Server) renameResourceClass(w http.ResponseWriter, r *http.Request) {
 	var body struct{ Name string }
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	v, ok := s.apply(w, r, &state.RenameResourceClass{Name: mux.Vars(r)["name"], NewName: body.Name})

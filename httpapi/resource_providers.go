@@ -125,7 +125,7 @@ func (s *Server) createResourceProvider(w http.ResponseWriter, r *http.Request) 
 		UUID       string  `json:"uuid"`
 		ParentUUID *string `json:"parent_provider_uuid"`
 	}
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	cmd := &state.CreateProvider{Name: body.Name}
@@ -193,7 +193,7 @@ func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	var body map[string]json.RawMessage
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	cmd := &state.UpdateProvider{UUID: uuid, AllowReparenting: versionOf(r).AtLeast(37)}

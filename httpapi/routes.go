@@ -258,8 +258,8 @@ func endpointOf(r *http.Request) *endpoint {
 
 // decodeRouteBody is decodeBody with the body schema the table gives for
 // the request's microversion.
-func decodeRouteBody(w http.ResponseWriter, r *http.Request, dst any) bool {
-	return decodeBody(w, r, endpointOf(r).body.at(versionOf(r)), dst)
+func (s *Server) decodeRouteBody(w http.ResponseWriter, r *http.Request, dst any) bool {
+	return s.decodeBody(w, r, endpointOf(r).body.at(versionOf(r)), dst)
 }
 
 // validateRouteQuery is validateQuery with the query schema the table

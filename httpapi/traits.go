@@ -209,7 +209,7 @@ func (s *Server) updateProviderTraits(w http.ResponseWriter, r *http.Request) {
 		Traits     []string        `json:"traits"`
 		Generation json.RawMessage `json:"resource_provider_generation"`
 	}
-	if !decodeRouteBody(w, r, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	v, ok := s.apply(w, r, &state.SetProviderTraits{

@@ -77,6 +77,8 @@ var rules = []rule{
 		"the API reaches Raft only through Backend (the cluster)"},
 	{"httpapi/policy", false, []string{"./..."}, "a self-contained policy engine"},
 	{"httpapi/schema", false, []string{"./..."}, "a self-contained validator"},
+	{"httpapi/httpguard", false, []string{"./..."}, "HTTP limits that know nothing of Placement"},
+	{"bench/cmd/placement-bigbody", false, []string{"./..."}, "it measures a running server over HTTP"},
 	{"cluster", false, []string{"./httpapi/...", "./snapshot/export", "./snapshot/upstream"},
 		"the cluster knows nothing of Placement's HTTP API"},
 	{"cluster/metrics", false, []string{"./httpapi/..."}, "the API reports through httpapi.Observer"},

@@ -194,7 +194,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 
 	trans := cfg.Transport
 	if trans == nil {
-		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, cfg.Logger)
+		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, defaultRaftConnLimits, cfg.Logger)
 		if err != nil {
 			n.closeStores()
 			return nil, err

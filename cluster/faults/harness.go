@@ -112,6 +112,10 @@ func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 				// The membership stays as it is across restarts; SIGTERM
 				// only hands leadership over.
 				"--leave-on-shutdown=false",
+				// The proxies learn who dials from the first RPC on each
+				// connection (proxy.go), which TLS would hide: these
+				// loopback-only test clusters run Raft in plain TCP.
+				"--raft-insecure-plaintext",
 				// Snapshots and log compaction happen during the run, so
 				// restarts load snapshots and a wiped node catches up by
 				// snapshot install.

@@ -45,6 +45,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	if n := cf.bootstrapExpect; n != 0 && (n < 0 || len(dedupe(joins)) != n) {
 		return fmt.Errorf("--bootstrap-expect %d: --join must list exactly that many addresses, not %d", n, len(dedupe(joins)))
 	}
+	if err := c.security.checkRaftPeers(joins, cf.bootstrapExpect, 0); err != nil {
+		return err
+	}
 	pending := filepath.Join(c.dataDir, cluster.PendingRestore)
 	_, statErr := os.Stat(pending)
 	restoring := statErr == nil
@@ -108,6 +111,16 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	// A cluster the Raft state knows is multi-node needs an authenticated
+	// Raft port too (say a node restarted without its secret). Only known
+	// once the state is open; nothing has been served yet.
+	if fut := node.Raft.GetConfiguration(); fut.Error() == nil {
+		if err := c.security.checkRaftPeers(nil, 0, len(fut.Configuration().Servers)); err != nil {
+			ln.Close()
+			node.Shutdown()
+			return err
+		}
 	}
 	if restoring {
 		if err := restorePending(node, pending, log); err != nil {

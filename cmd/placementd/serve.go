@@ -228,6 +228,11 @@ func serve(args []string) error {
 	if _, err := c.cluster.raftTiming(); err != nil {
 		return err
 	}
+	// Before nodeID, which writes to the data dir. The certificate names
+	// the node only when --node-id does (a label for logs).
+	if err := c.security.raftAuth(c.cluster.secret, c.nodeID, c.raftAddr, log); err != nil {
+		return err
+	}
 	id, err := nodeID(c.nodeID, c.dataDir)
 	if err != nil {
 		return err

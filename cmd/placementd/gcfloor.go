@@ -4,9 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"time"
+	"sync"
 )
 
 // gcFloor keeps the garbage collector from running on every few megabytes
@@ -18,31 +19,66 @@ import (
 // it back to the default as the live heap grows past the floor, so large
 // states keep Go's usual memory bound of twice the live heap.
 //
+// It sets GOGC again after every collection, from the live heap that
+// collection found, until ctx ends. While a large state is loaded (an
+// import, a restore, a log replayed at start) the live heap grows by
+// hundreds of MiB a second: a GOGC raised for a small heap and corrected
+// only a second later lets the heap run to many times its live size
+// (GOGC 2000, set for a heap of a few MiB, gives a goal of 21 times the
+// live heap of the next collection).
+//
 // A GOGC or GOMEMLIMIT set in the environment is the operator's choice and
 // is left alone, as is floor 0.
 func gcFloor(ctx context.Context, floor uint64, log *slog.Logger) {
 	if floor == 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
+	t := &gcTuner{floor: floor, log: log, current: 100}
+	t.adjust()
+	afterEachGC(ctx, t.adjust)
+	<-ctx.Done()
+}
+
+// gcTuner sets GOGC from the live heap.
+type gcTuner struct {
+	floor   uint64
+	log     *slog.Logger
+	mu      sync.Mutex
+	current int
+}
+
+func (t *gcTuner) adjust() {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	current := 100
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			if want := gcPercent(sample[0].Value.Uint64(), floor); want != current {
-				debug.SetGCPercent(want)
-				log.Debug("gc percent", "percent", want, "live_heap", sample[0].Value.Uint64())
-				current = want
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return
 	}
+	live := sample[0].Value.Uint64()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if want := gcPercent(live, t.floor); want != t.current {
+		debug.SetGCPercent(want)
+		t.log.Debug("gc percent", "percent", want, "live_heap", live)
+		t.current = want
+	}
+}
+
+// gcSentinel is an object only a cleanup refers to: it becomes garbage
+// at once, so its cleanup runs after the next collection. It is larger
+// than the tiny allocator's 16 bytes, which would batch it with others.
+type gcSentinel struct{ _ [32]byte }
+
+// afterEachGC calls fn after every garbage collection until ctx ends: a
+// cleanup on an unreachable sentinel, re-armed each time it runs. fn runs
+// on the runtime's cleanup goroutine: it must be short and not block.
+func afterEachGC(ctx context.Context, fn func()) {
+	runtime.AddCleanup(new(gcSentinel), func(struct{}) {
+		if ctx.Err() != nil {
+			return
+		}
+		fn()
+		afterEachGC(ctx, fn)
+	}, struct{}{})
 }
 
 // gcPercent is the GOGC that lets a live heap of live bytes grow by at

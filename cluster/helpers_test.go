@@ -174,7 +174,9 @@ func (c *testCluster) stop(n *testNode) {
 // join adds n through the API of via and waits until n has caught up.
 func (c *testCluster) join(n, via *testNode, nonVoter bool) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Generous: a join can wait for a snapshot install to the new node
+	// before its configuration commits, slow on a loaded 2-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	if err := n.node.JoinCluster(ctx, []string{via.addr}, secret, nonVoter); err != nil {
 		c.t.Fatalf("join %s: %v", n.id, err)

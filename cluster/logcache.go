@@ -43,7 +43,7 @@ func (c *logCache) GetLog(idx uint64, log *raft.Log) error {
 	if err := c.store.GetLog(idx, log); err != nil {
 		return err
 	}
-	c.replay.read(idx, int64(len(log.Data)))
+	c.replay.read(idx, int64(len(log.Data)), log.Type == raft.LogCommand)
 	return nil
 }
 

@@ -189,7 +189,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			n.closeStores()
 			return nil, fmt.Errorf("reading raft log in %s: %w", cfg.DataDir, err)
 		}
-		cache.replay = newReplayAhead(replayAheadBytes, last, n.meta.applied.Load, n.appliedSignal)
+		cache.replay = newReplayAhead(replayAheadBytes, rc.MaxAppendEntries, last, n.meta.applied.Load, n.appliedSignal)
 		logs = cache
 		if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
 			return nil, err
@@ -232,6 +232,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, err
 	}
 	n.Raft = r
+	if lc, ok := logs.(*logCache); ok && lc.replay != nil {
+		handed := r.AppliedIndex
+		lc.replay.handed.Store(&handed)
+	}
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.electAloneNow()
 	n.done.Add(4)

@@ -276,7 +276,8 @@ func (r response) json(t *testing.T) map[string]any {
 	return v
 }
 
-// do sends a Placement request as admin at microversion 1.39.
+// do sends a Placement request as admin at microversion 1.39, with the
+// cluster secret (answers name the node that served them only then).
 func do(t *testing.T, n *testNode, method, path string, body any, headers ...string) response {
 	t.Helper()
 	var rd io.Reader
@@ -287,6 +288,7 @@ func do(t *testing.T, n *testNode, method, path string, body any, headers ...str
 	req, _ := http.NewRequest(method, "http://"+n.addr+path, rd)
 	req.Header.Set("X-Auth-Token", "admin")
 	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	req.Header.Set("Authorization", "Bearer "+secret)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -24,7 +24,11 @@ type testAPI struct {
 	Node *cluster.Node
 }
 
-func newTestAPI(t *testing.T, cfg Config) *testAPI {
+func newTestAPI(t *testing.T, cfg Config) *testAPI { return newTestAPIWith(t, cfg, nil) }
+
+// newTestAPIWith is newTestAPI with prepare run on the server before it
+// serves (to set test hooks).
+func newTestAPIWith(t *testing.T, cfg Config, prepare func(*Server)) *testAPI {
 	t.Helper()
 	_, trans := raft.NewInmemTransport("")
 	node, err := cluster.Open(cluster.Config{
@@ -43,7 +47,11 @@ func newTestAPI(t *testing.T, cfg Config) *testAPI {
 	if err := node.WaitLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(node, cfg))
+	api := New(node, cfg)
+	if prepare != nil {
+		prepare(api)
+	}
+	srv := httptest.NewServer(api)
 	t.Cleanup(func() {
 		srv.Close()
 		node.Shutdown()

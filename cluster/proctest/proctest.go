@@ -95,6 +95,12 @@ func (n *Node) Start(join []string) error {
 	if n.RaftAdvertise != "" {
 		args = append(args, "--raft-advertise", n.RaftAdvertise)
 	}
+	if !loopbackAddr(n.HTTPAddr) {
+		// Test nodes in network namespaces (10.x addresses) run the
+		// default noauth2, which refuses other than loopback addresses
+		// without this flag.
+		args = append(args, "--auth-noauth2-insecure-remote")
+	}
 	if n.Secret != "" {
 		args = append(args, "--cluster-secret", n.Secret)
 	}
@@ -295,4 +301,11 @@ func summarize(st cluster.ClusterStatus) string {
 		parts = append(parts, s)
 	}
 	return fmt.Sprintf("leader %s term %d: %s", st.Leader, st.Term, strings.Join(parts, ", "))
+}
+
+// loopbackAddr reports whether host:port has a loopback IP.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }

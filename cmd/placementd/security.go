@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -19,13 +21,18 @@ type securityFlags struct {
 	keystone httpapi.KeystoneConfig
 	// keystoneCacheTime is token_cache_time; keystoneServiceRoles is
 	// comma-separated.
-	keystoneCacheTime    time.Duration
-	keystoneServiceRoles string
+	keystoneCacheTime time.Duration
+	// keystoneInvalidCacheTime: how long a refused token stays refused.
+	keystoneInvalidCacheTime time.Duration
+	keystoneServiceRoles     string
 	// apiKeystone is what the API gets: nil unless --auth-strategy keystone.
 	apiKeystone *httpapi.KeystoneConfig
 
 	tlsCert, tlsKey, tlsCA             string
 	raftTLSCert, raftTLSKey, raftTLSCA string
+	// raftInsecure is --raft-insecure-plaintext: Raft without TLS even
+	// with a cluster secret or several members.
+	raftInsecure bool
 	// Built by loadTLS: the API's server side (nil: plain HTTP), the
 	// client side for the peers' APIs, and Raft's mutual TLS.
 	apiTLS, peerAPITLS, raftTLS *tls.Config
@@ -44,6 +51,7 @@ func (c *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.ProjectDomainID, "keystone-project-domain-id", "", "the service project's domain by id, instead of the name ([keystone_authtoken] project_domain_id)")
 	fs.StringVar(&k.WWWAuthenticateURI, "keystone-www-authenticate-uri", "", "public identity endpoint named in the WWW-Authenticate header of 401 answers (default: --keystone-auth-url) ([keystone_authtoken] www_authenticate_uri)")
 	fs.DurationVar(&c.keystoneCacheTime, "keystone-token-cache-time", 300*time.Second, "how long a validated token is trusted before Keystone is asked again; a revoked token is refused at the latest this long after revocation; 0 disables the cache ([keystone_authtoken] token_cache_time)")
+	fs.DurationVar(&c.keystoneInvalidCacheTime, "keystone-invalid-token-cache-time", httpapi.DefaultInvalidTokenCacheTime, "how long a token Keystone refused is refused again without asking it (a client repeating a bogus token costs one validation per this time); 0 disables; off too when --keystone-token-cache-time is 0")
 	fs.StringVar(&c.keystoneServiceRoles, "keystone-service-token-roles", "service", "comma-separated roles that let an X-Service-Token carry an expired user token ([keystone_authtoken] service_token_roles)")
 	fs.StringVar(&k.ServiceType, "keystone-service-type", "", "Placement's service type in the catalog (placement), needed to accept application credentials restricted by access rules ([keystone_authtoken] service_type)")
 	fs.DurationVar(&k.Timeout, "keystone-timeout", 10*time.Second, "bound on each request to Keystone ([keystone_authtoken] http_connect_timeout)")
@@ -53,7 +61,8 @@ func (c *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCA, "tls-ca-file", "", "PEM CA bundle that verifies the other members' API certificates (default: the system roots); needs --tls-cert-file")
 	fs.StringVar(&c.raftTLSCert, "raft-tls-cert-file", "", "PEM certificate of this node for Raft's mutual TLS, signed by --raft-tls-ca-file, with serverAuth and clientAuth usages (host names are not checked)")
 	fs.StringVar(&c.raftTLSKey, "raft-tls-key-file", "", "PEM private key of --raft-tls-cert-file")
-	fs.StringVar(&c.raftTLSCA, "raft-tls-ca-file", "", "PEM CA of the cluster's Raft certificates: Raft connections in both directions must present a certificate it signed; every member must agree")
+	fs.StringVar(&c.raftTLSCA, "raft-tls-ca-file", "", "PEM CA of the cluster's Raft certificates: Raft connections in both directions must present a certificate it signed; every member must agree (without the three files, a node with --cluster-secret uses mutual TLS with a CA derived from the secret)")
+	fs.BoolVar(&c.raftInsecure, "raft-insecure-plaintext", false, "INSECURE: run Raft over plain, unauthenticated TCP, where anyone who reaches the Raft port can disrupt or rewrite the cluster; without it a node with --cluster-secret uses mutual TLS derived from the secret, and a node without secret or --raft-tls-* files refuses to join or form a multi-node cluster or to bind Raft to a non-loopback address")
 }
 
 // loadTLS checks that the TLS flags come in complete sets and loads the
@@ -140,9 +149,76 @@ func (c *securityFlags) keystoneConfig() (*httpapi.KeystoneConfig, error) {
 	if k.TokenCacheTime == 0 {
 		k.TokenCacheTime = -1 // no caching (the Config's zero means default)
 	}
+	k.InvalidTokenCacheTime = c.keystoneInvalidCacheTime
+	if k.InvalidTokenCacheTime == 0 {
+		k.InvalidTokenCacheTime = -1
+	}
 	k.ServiceTokenRoles = splitList(c.keystoneServiceRoles)
 	if k.ServiceTokenRoles == nil {
 		k.ServiceTokenRoles = []string{}
 	}
 	return &k, nil
+}
+
+// raftAuth settles how Raft peers prove membership, after loadTLS: the
+// --raft-tls-* files when given; else, with a cluster secret, mutual TLS
+// with a CA derived from it (cluster.RaftTLSFromSecret); else plain TCP,
+// which a node accepts only on a loopback Raft address (a single node on
+// one machine, `placementd serve` with no flags) or with
+// --raft-insecure-plaintext. checkRaftPeers refuses the multi-node cases
+// once the membership is known.
+func (c *securityFlags) raftAuth(secret, nodeID, raftAddr string, log *slog.Logger) error {
+	if c.raftInsecure {
+		if c.raftTLS != nil {
+			return errors.New("--raft-insecure-plaintext contradicts --raft-tls-cert-file/--raft-tls-key-file/--raft-tls-ca-file: give one or the other")
+		}
+		log.Warn("RAFT IS UNAUTHENTICATED (--raft-insecure-plaintext): anyone who can reach the Raft port can depose the leader, stall elections or inject log entries; use only on a network only the members reach, and remove the flag as soon as you can", "raft_addr", raftAddr)
+		return nil
+	}
+	if c.raftTLS != nil {
+		return nil
+	}
+	if secret != "" {
+		var err error
+		c.raftTLS, err = cluster.RaftTLSFromSecret(secret, nodeID)
+		if len(secret) < 16 {
+			log.Warn("the cluster secret is short: it also keys Raft's TLS, and a short secret can be guessed offline from a Raft certificate; use a random one (openssl rand -hex 32)")
+		}
+		return err
+	}
+	if !loopbackAddr(raftAddr) {
+		return fmt.Errorf("--raft-addr %s is not a loopback address and Raft has no authentication: give every node --cluster-secret (Raft then uses mutual TLS derived from it), or --raft-tls-cert-file/--raft-tls-key-file/--raft-tls-ca-file, or bind Raft to 127.0.0.1 for a single node; --raft-insecure-plaintext accepts the risk", raftAddr)
+	}
+	return nil
+}
+
+// checkRaftPeers refuses an unauthenticated Raft port in a cluster of
+// more than one node: one to join or form (--join, --bootstrap-expect),
+// or one the Raft state already knows (members).
+func (c *securityFlags) checkRaftPeers(joins []string, bootstrapExpect, members int) error {
+	if c.raftTLS != nil || c.raftInsecure {
+		return nil
+	}
+	const fix = "give every node --cluster-secret (Raft then uses mutual TLS derived from it) or --raft-tls-cert-file/--raft-tls-key-file/--raft-tls-ca-file; --raft-insecure-plaintext accepts the risk"
+	switch {
+	case len(joins) > 0 || bootstrapExpect > 1:
+		return fmt.Errorf("refusing to join or form a multi-node cluster with an unauthenticated Raft port: %s", fix)
+	case members > 1:
+		return fmt.Errorf("refusing to run a member of a %d-node cluster with an unauthenticated Raft port: %s", members, fix)
+	}
+	return nil
+}
+
+// loopbackAddr reports whether host:port binds only loopback: localhost
+// or a loopback IP (not a wildcard, not another name).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -23,6 +23,7 @@ type serveConfig struct {
 	corsAllowedOrigin, corsAllowHeaders string
 	incompleteProject, incompleteUser   string
 	authStrategy                        string
+	noauth2InsecureRemote               bool
 	logFormat, logLevel                 string
 	metricsAddr                         string
 	gcHeapFloorMB                       int
@@ -30,6 +31,7 @@ type serveConfig struct {
 	candidates                          candidateFlags
 	cluster                             clusterFlags
 	security                            securityFlags
+	httpLimits                          httpLimitFlags
 }
 
 // candidateFlags are upstream's [placement] options for GET
@@ -119,6 +121,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.incompleteProject, "incomplete-consumer-project-id", "00000000-0000-0000-0000-000000000000", "project given to consumers written before microversion 1.8")
 	fs.StringVar(&c.incompleteUser, "incomplete-consumer-user-id", "00000000-0000-0000-0000-000000000000", "user given to consumers written before microversion 1.8")
 	fs.StringVar(&c.authStrategy, "auth-strategy", "noauth2", "authentication: noauth2 (the token is user[:project], for tests) or keystone (tokens validated by Keystone, see --keystone-*)")
+	fs.BoolVar(&c.noauth2InsecureRemote, noauth2InsecureRemoteFlag, false, "let --auth-strategy noauth2 (anyone can act as admin) serve a non-loopback --http-addr: test clusters on a trusted network only")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", 256, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised; past twice the floor, by half the live heap: GOGC 50); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
@@ -130,6 +133,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.DurationVar(&c.requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "deadline of every API request: past it, reads and searches stop and the request is answered 503 placement.request.timeout")
 	c.cluster.register(fs)
 	c.security.register(fs)
+	c.httpLimits.register(fs)
 	return c
 }
 
@@ -190,6 +194,9 @@ func serve(args []string) error {
 	c.upstream.logIgnored(log)
 	switch c.authStrategy {
 	case "noauth2":
+		if err := checkNoauth2(c.httpAddr, c.noauth2InsecureRemote, log); err != nil {
+			return err
+		}
 	case "keystone":
 		if c.security.apiKeystone, err = c.security.keystoneConfig(); err != nil {
 			return err
@@ -212,10 +219,18 @@ func serve(args []string) error {
 	if c.requestTimeout <= 0 {
 		return fmt.Errorf("--request-timeout %s: want a positive duration", c.requestTimeout)
 	}
+	if _, err := c.httpLimits.limits(c.requestTimeout); err != nil {
+		return err
+	}
 	if err := c.security.loadTLS(); err != nil {
 		return err
 	}
 	if _, err := c.cluster.raftTiming(); err != nil {
+		return err
+	}
+	// Before nodeID, which writes to the data dir. The certificate names
+	// the node only when --node-id does (a label for logs).
+	if err := c.security.raftAuth(c.cluster.secret, c.nodeID, c.raftAddr, log); err != nil {
 		return err
 	}
 	id, err := nodeID(c.nodeID, c.dataDir)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"sort"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
-	"github.com/placementd/placementd/httpapi"
 )
 
 // Secret is the cluster secret of in-process clusters.
@@ -37,6 +37,7 @@ const (
 // Fields are read when a node starts: set them before.
 type Cluster struct {
 	t     testing.TB
+	api   API
 	mu    sync.Mutex
 	nodes map[string]*Node
 	dir   string // holds the nodes' data dirs
@@ -85,12 +86,18 @@ func (b *LogBuffer) String() string {
 	return b.buf.String()
 }
 
-// New returns an empty cluster whose nodes stop when the test ends.
-func New(t testing.TB) *Cluster {
+// API makes the Placement API a node serves behind its cluster front
+// (httpapi.New in the tests: this package cannot import httpapi, whose
+// own tests use it).
+type API func(node *cluster.Node, logger *slog.Logger) http.Handler
+
+// New returns an empty cluster whose nodes serve api and stop when the
+// test ends.
+func New(t testing.TB, api API) *Cluster {
 	// The nodes' data dirs live under one dir made before the cleanup
 	// that stops the nodes is registered: cleanups run last-in first-out,
 	// so it is removed only after every node stopped writing snapshots.
-	c := &Cluster{t: t, nodes: map[string]*Node{}, dir: t.TempDir()}
+	c := &Cluster{t: t, api: api, nodes: map[string]*Node{}, dir: t.TempDir()}
 	t.Cleanup(func() {
 		for _, n := range c.All() {
 			c.Stop(n)
@@ -101,9 +108,9 @@ func New(t testing.TB) *Cluster {
 
 // Three starts n1 (bootstrapped) and joins n2 and n3 to it, n3 through n2
 // (a follower: forwarded to the leader); tune adjusts FastRaft.
-func Three(t testing.TB, tune func(*raft.Config)) (*Cluster, []*Node) {
+func Three(t testing.TB, api API, tune func(*raft.Config)) (*Cluster, []*Node) {
 	t.Helper()
-	c := New(t)
+	c := New(t, api)
 	n1 := c.Start("n1", true, tune)
 	c.Leader()
 	n2 := c.Start("n2", false, tune)
@@ -154,8 +161,7 @@ func (c *Cluster) StartWith(id string, cfg cluster.Config) *Node {
 	}
 	logs := &LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	api := httpapi.New(node, httpapi.Config{Logger: logger})
-	front := node.Handler(api, cluster.HandlerOptions{Secret: Secret, LeaderWait: 5 * time.Second,
+	front := node.Handler(c.api(node, logger), cluster.HandlerOptions{Secret: Secret, LeaderWait: 5 * time.Second,
 		MaxApplyLag: c.MaxApplyLag, Logger: logger, LeaderRegions: c.LeaderRegions})
 	srv := httptest.NewUnstartedServer(front)
 	srv.Listener.Close()

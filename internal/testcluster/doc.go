@@ -19,7 +19,7 @@
 //
 // It is imported by tests only (external _test packages of cluster, and
 // tests of httpapi, snapshot, bench and cmd), never by production code. It
-// may import cluster, fsm and httpapi; none of those may import it, and
-// tests inside package cluster (internal tests) cannot use it (import
-// cycle).
+// may import cluster and fsm, and must not import httpapi (httpapi's own
+// tests use it: the caller hands Cluster its API); tests inside package
+// cluster (internal tests) cannot use it (import cycle).
 package testcluster

@@ -3,6 +3,9 @@ package testcluster
 import (
 	"context"
 	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -82,4 +85,16 @@ func OpenNode(t testing.TB, cfg cluster.Config, machine *fsm.FSM) *cluster.Node 
 // QuietRaftLogger logs Raft's errors only, to nowhere.
 func QuietRaftLogger(id string) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "raft-" + id, Level: hclog.Error, Output: io.Discard})
+}
+
+// Quiet is a logger for the API and the cluster front that drops all.
+var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// Front serves api behind node's cluster front (operator API included) on
+// loopback HTTP until the test ends; opts.Logger defaults to Quiet.
+func Front(t testing.TB, node *cluster.Node, api http.Handler, opts cluster.HandlerOptions) *httptest.Server {
+	if opts.Logger == nil {
+		opts.Logger = Quiet
+	}
+	return Serve(t, node.Handler(api, opts))
 }

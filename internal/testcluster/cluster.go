@@ -28,7 +28,7 @@ const Secret = "test-secret"
 // runs many tests at once; a healthy cluster meets them in milliseconds.
 const (
 	LeaderTimeout   = 10 * time.Second
-	JoinTimeout     = 10 * time.Second
+	JoinTimeout     = 45 * time.Second // a join can wait for a snapshot install to the new node
 	ConvergeTimeout = 15 * time.Second
 )
 

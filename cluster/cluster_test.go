@@ -140,7 +140,7 @@ func TestFollowersServeTheWholeAPI(t *testing.T) {
 		if r := do(t, w, "PUT", "/resource_classes/"+name, nil); r.status != 201 {
 			t.Fatalf("PUT %s via %s: %d %s", name, w.ID, r.status, r.body)
 		}
-		if r := do(t, rd, "GET", "/resource_classes/"+name, nil); r.status != 200 {
+		if r := getRetrying(t, rd, "/resource_classes/"+name); r.status != 200 {
 			t.Fatalf("read-your-write of %s via %s after writing via %s: %d", name, rd.ID, w.ID, r.status)
 		}
 	}
@@ -196,7 +196,7 @@ func TestStaleReadIsLocal(t *testing.T) {
 	if r := do(t, f, "GET", "/resource_classes/CUSTOM_UNSEEN", nil, cluster.StaleReadHeader, "true"); r.status != 404 {
 		t.Fatalf("stale read on a cut-off follower saw the write: %d", r.status)
 	}
-	if r := do(t, f, "GET", "/resource_classes/CUSTOM_UNSEEN", nil); r.status != 200 {
+	if r := getRetrying(t, f, "/resource_classes/CUSTOM_UNSEEN"); r.status != 200 {
 		t.Fatalf("linearizable read on a cut-off follower: %d", r.status)
 	}
 	leader.Trans.Connect(raft.ServerAddress(f.ID), f.Trans)

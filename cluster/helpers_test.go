@@ -68,14 +68,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // putRetrying sends an idempotent PUT (a custom class or trait: 201, then
 // 204) through n, again while it answers 503 (no quorum yet, or leadership
-// moved under load). Safe to call from goroutines: it returns what it got
-// last instead of failing the test.
+// moved under load).
 func putRetrying(t *testing.T, n *testNode, path string) response {
+	return retrying(t, n, "PUT", path)
+}
+
+// getRetrying is a read through n, again while it answers 503 (the read
+// barrier could not confirm a leader in time under load), as a client
+// does: a 503 is no answer, so this hides no stale read.
+func getRetrying(t *testing.T, n *testNode, path string, headers ...string) response {
+	return retrying(t, n, "GET", path, headers...)
+}
+
+// retrying sends a bodyless request through n until it answers other than
+// 503, for up to 15 s. Safe to call from goroutines: it returns what it
+// got last instead of failing the test.
+func retrying(t *testing.T, n *testNode, method, path string, headers ...string) response {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var last response
 	testcluster.Poll(ctx, func() error {
-		r, err := testcluster.Send(http.DefaultClient, n.URL, "PUT", path, nil)
+		r, err := testcluster.Send(http.DefaultClient, n.URL, method, path, nil, headers...)
 		last = response{status: r.Status, header: r.Header, body: r.Body}
 		if err != nil {
 			last.body = []byte(err.Error())

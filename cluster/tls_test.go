@@ -186,22 +186,12 @@ func tlsLeader(t *testing.T, nodes []*tlsNode) (*tlsNode, []*tlsNode) {
 // says the command was not appended, is retried.
 func applyOnLeader(t *testing.T, nodes []*tlsNode, cmd state.Command) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	var failed error
-	err := testcluster.Poll(ctx, func() error {
+	notLeader := func(err error) bool { return errors.Is(err, cluster.ErrNotLeader) }
+	if err := testcluster.Retry(15*time.Second, notLeader, func(ctx context.Context) error {
 		leader, _ := tlsLeader(t, nodes)
 		_, err := leader.Node.Apply(ctx, cmd)
-		if err != nil && !errors.Is(err, cluster.ErrNotLeader) {
-			failed = err
-			return nil
-		}
 		return err
-	})
-	if err == nil {
-		err = failed
-	}
-	if err != nil {
+	}); err != nil {
 		t.Fatalf("the cluster takes no writes: %v", err)
 	}
 }
@@ -210,22 +200,11 @@ func applyOnLeader(t *testing.T, nodes []*tlsNode, cmd state.Command) {
 // it answers 503 (leadership moved under load).
 func retryLeaderChange(t *testing.T, what string, op func(context.Context) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	var failed error
-	err := testcluster.Poll(ctx, func() error {
-		err := op(ctx)
+	unavailable := func(err error) bool {
 		var se *cluster.StatusError
-		if err != nil && !(errors.As(err, &se) && se.Code == http.StatusServiceUnavailable) {
-			failed = err
-			return nil
-		}
-		return err
-	})
-	if err == nil {
-		err = failed
+		return errors.As(err, &se) && se.Code == http.StatusServiceUnavailable
 	}
-	if err != nil {
+	if err := testcluster.Retry(15*time.Second, unavailable, op); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }

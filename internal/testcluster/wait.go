@@ -57,3 +57,25 @@ func Check(ok bool, format string, args ...any) error {
 	}
 	return fmt.Errorf(format, args...)
 }
+
+// Retry calls op until it succeeds, fails with an error retryable does not
+// accept (returned at once), or timeout passes (its last error returned).
+// For operations that meet a load-induced election: only errors that say
+// the operation did not take effect should be retryable.
+func Retry(timeout time.Duration, retryable func(error) bool, op func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var final error
+	err := Poll(ctx, func() error {
+		err := op(ctx)
+		if err != nil && !retryable(err) {
+			final = err
+			return nil
+		}
+		return err
+	})
+	if final != nil {
+		return final
+	}
+	return err
+}

@@ -6,7 +6,10 @@
 FROM scratch
 COPY bin/placementd /placementd
 # Listen on every interface of the container; advertise the node's name
-# with --http-advertise / --raft-advertise (see docker-compose.yml).
+# with --http-advertise / --raft-advertise (see docker-compose.yml). On
+# this address the default --auth-strategy noauth2 refuses to start: give
+# --auth-strategy keystone, or --auth-noauth2-insecure-remote for a test
+# cluster (docs/security.md).
 ENV PLACEMENTD_HTTP_ADDR=0.0.0.0:8778 \
     PLACEMENTD_RAFT_ADDR=0.0.0.0:8779 \
     PLACEMENTD_DATA_DIR=/data

@@ -19,8 +19,10 @@ import (
 // Every endpoint but /_cluster/health needs "Authorization: Bearer SECRET"
 // with the cluster secret; a node started without one refuses them.
 //
-//	GET  /_cluster/health    ready for traffic? 200 or 503 (no secret)
-//	GET  /_cluster/read-index  the leader's read index (no secret; readlevels.go)
+//	GET  /_cluster/health    ready for traffic? 200 or 503 (no secret; node
+//	                         ids and addresses only with the secret)
+//	GET  /_cluster/read-index  the leader's read index (members only: a
+//	                         member token, member.go; readlevels.go)
 //	GET  /_cluster/self      this node's Raft state and state digest
 //	GET  /_cluster/status    members, leader, term, every node's report
 //	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter"}
@@ -117,6 +119,17 @@ func (h *Handler) ready() bool {
 	return id != ""
 }
 
+// anonymousStatus is what /_cluster/health tells a caller without the
+// cluster secret: readiness, Raft state and indexes, nothing naming a
+// node (ids, addresses, regions) or its timing.
+func anonymousStatus(st NodeStatus) NodeStatus {
+	return NodeStatus{
+		State: st.State, Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex,
+		AppliedIndex: st.AppliedIndex, LastSnapshotIndex: st.LastSnapshotIndex,
+		LastContactMS: st.LastContactMS, Ready: st.Ready,
+	}
+}
+
 func (h *Handler) authorized(r *http.Request) bool {
 	if h.opts.Secret == "" {
 		return false
@@ -155,6 +168,9 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 	if route == "GET /_cluster/health" || route == "HEAD /_cluster/health" {
 		st := h.node.Status(false)
 		st.Ready = h.ready()
+		if !h.mayNameNodes(r) {
+			st = anonymousStatus(st)
+		}
 		code := http.StatusOK
 		if !st.Ready {
 			code = http.StatusServiceUnavailable
@@ -163,6 +179,10 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if route == "GET "+readIndexPath {
+		if !callerOf(r).member {
+			writeErrorBody(w, http.StatusUnauthorized, "Only members of the cluster may ask for a read index.")
+			return
+		}
 		h.serveReadIndex(w, r)
 		return
 	}

@@ -23,9 +23,11 @@ const (
 	// writes acknowledged elsewhere, instead of a linearizable one.
 	StaleReadHeader = "X-Placementd-Stale-Read"
 	// hopsHeader counts how often a request was forwarded, so that nodes
-	// with different views of the leader cannot bounce it forever.
+	// with different views of the leader cannot bounce it forever. An
+	// internal header: honoured only with a member token (member.go).
 	hopsHeader = "X-Placementd-Forwarded-Hops"
-	// ServedByHeader names the node whose API produced the response.
+	// ServedByHeader names the node whose API produced the response; it
+	// is sent only to callers with the cluster secret (member.go).
 	ServedByHeader = "X-Placementd-Served-By"
 	// NotAppliedHeader marks a 503 whose write certainly did not reach the
 	// log (the node was not, or no longer, leading): a forwarding node
@@ -75,6 +77,10 @@ type Handler struct {
 	followerReads *sharedRounds
 	pace          pace
 	noReadIndex   noReadIndex
+
+	// memberKey signs and checks member tokens (member.go); nil without
+	// a cluster secret: no request is then taken to come from a member.
+	memberKey []byte
 }
 
 // Handler builds the cluster front of api.
@@ -101,7 +107,7 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 		tr.TLSClientConfig = clientTLS(n.cfg.APITLS)
 		tr.TLSHandshakeTimeout = 5 * time.Second
 	}
-	h := &Handler{node: n, api: api, opts: opts, client: &http.Client{
+	h := &Handler{node: n, api: api, opts: opts, memberKey: memberKey(opts.Secret), client: &http.Client{
 		Transport: tr,
 		// Redirects are the client's business: relay them.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -120,6 +126,8 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 func (h *Handler) SetDraining(v bool) { h.draining.Store(v) }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Internal headers only from members (member.go).
+	r = h.admit(r)
 	if strings.HasPrefix(r.URL.Path, "/_cluster/") {
 		h.admin(w, r)
 		return
@@ -139,7 +147,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // outcome: 503 with Retry-After.
 func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Handler) {
 	start := time.Now()
-	hops, _ := strconv.Atoi(r.Header.Get(hopsHeader))
+	hops := hopsOf(r)
 	var body []byte
 	bodyRead := false
 	deadline := time.Now().Add(h.opts.LeaderWait)
@@ -179,7 +187,7 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 			}
 			if err == nil {
 				h.logForwarded(r, id, resp, start)
-				relay(w, resp)
+				h.relay(w, r, resp)
 				return
 			}
 			if r.Context().Err() != nil {
@@ -243,6 +251,7 @@ func (h *Handler) send(r *http.Request, addr string, body []byte, hops int) (*ht
 	if len(body) == 0 && r.ContentLength <= 0 {
 		out.Body, out.ContentLength = http.NoBody, 0
 	}
+	h.signMember(out)
 	return h.client.Do(out)
 }
 
@@ -250,13 +259,21 @@ func (h *Handler) send(r *http.Request, addr string, body []byte, hops int) (*ht
 var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-func relay(w http.ResponseWriter, resp *http.Response) {
+// relay sends the client of r the answer resp of the node r was
+// forwarded to, without the headers naming nodes when the client may not
+// see them (the other node saw this node's member token).
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, resp *http.Response) {
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}
 	for _, k := range hopByHop {
 		w.Header().Del(k)
+	}
+	if !h.mayNameNodes(r) {
+		for _, k := range nodeNamingHeaders {
+			w.Header().Del(k)
+		}
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)

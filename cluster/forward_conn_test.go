@@ -51,6 +51,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 	put := func(via *tlsNode) string {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "https://"+via.Addr+"/traits/CUSTOM_FORWARDED", nil)
 		req.Header.Set("X-Auth-Token", "admin")
+		req.Header.Set("Authorization", "Bearer "+secret) // to see X-Placementd-Served-By
 		req.Header.Set("OpenStack-API-Version", "placement 1.39")
 		resp, err := hc.Do(req)
 		if err != nil {

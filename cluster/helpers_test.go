@@ -51,7 +51,8 @@ func (r response) json(t *testing.T) map[string]any {
 	return testcluster.Response{Body: r.body}.JSON(t)
 }
 
-// do sends a Placement request as admin at microversion 1.39.
+// do sends a Placement request as admin at microversion 1.39, with the
+// cluster secret (answers name the node that served them only then).
 func do(t *testing.T, n *testNode, method, path string, body any, headers ...string) response {
 	t.Helper()
 	r := n.Do(t, method, path, body, headers...)
@@ -88,7 +89,7 @@ func retrying(t *testing.T, n *testNode, method, path string, headers ...string)
 	defer cancel()
 	var last response
 	testcluster.Poll(ctx, func() error {
-		r, err := testcluster.Send(http.DefaultClient, n.URL, method, path, nil, headers...)
+		r, err := n.Send(http.DefaultClient, method, path, nil, headers...)
 		last = response{status: r.Status, header: r.Header, body: r.Body}
 		if err != nil {
 			last.body = []byte(err.Error())

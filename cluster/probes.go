@@ -35,7 +35,8 @@ import (
 // continuously and is always slightly behind).
 const readyWait = 500 * time.Millisecond
 
-// Probe is the body of /healthz and /readyz.
+// Probe is the body of /readyz. Leader is empty for a caller without the
+// cluster secret.
 type Probe struct {
 	Ready        bool   `json:"ready"`
 	Reason       string `json:"reason,omitempty"`
@@ -58,6 +59,10 @@ func (h *Handler) Readyz(w http.ResponseWriter, r *http.Request) {
 	p := h.Readiness(r.Context())
 	if p.Ready && r.URL.Query().Get("leader") == "true" && p.Leader != h.node.ID() {
 		p.Ready, p.Reason = false, "not the leader"
+	}
+	if !h.mayNameNodes(r) {
+		// Node ids only with the cluster secret (member.go).
+		p.Leader = ""
 	}
 	code := http.StatusOK
 	if !p.Ready {

@@ -24,6 +24,7 @@ func probe(t *testing.T, n *testNode, path string) (int, cluster.Probe) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Header.Set("Authorization", "Bearer "+secret) // to see the leader's id
 	var p cluster.Probe
 	if path == "/healthz" {
 		front(n).Healthz(rec, req)

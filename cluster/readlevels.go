@@ -143,7 +143,9 @@ func (h *Handler) serveLocal(w http.ResponseWriter, r *http.Request, local http.
 
 // describe sets the headers that say what an answer is.
 func (h *Handler) describe(hd http.Header, r *http.Request, status int, level string, note *stateNote) {
-	hd.Set(ServedByHeader, h.node.ID())
+	if h.mayNameNodes(r) {
+		hd.Set(ServedByHeader, h.node.ID())
+	}
 	leader, _ := h.node.Leader()
 	hd.Set(KnownLeaderHeader, strconv.FormatBool(leader != ""))
 	isRead := r.Method == http.MethodGet || r.Method == http.MethodHead
@@ -323,8 +325,9 @@ func (h *Handler) readIndexRound() error {
 	return nil
 }
 
-// readIndexPath is the leader's read index endpoint. It needs no secret
-// (as /_cluster/health): it tells a commit index, as /readyz does.
+// readIndexPath is the leader's read index endpoint. Only members may ask
+// (a member token, member.go): the asker's claim of its id and term lets
+// the leader skip a round of heartbeats, and the id names a node.
 const readIndexPath = "/_cluster/read-index"
 
 type readIndexAnswer struct {
@@ -341,6 +344,7 @@ func (h *Handler) fetchReadIndex(ctx context.Context, addr string, term uint64) 
 	if err != nil {
 		return 0, err
 	}
+	h.signMember(req)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return 0, err

@@ -259,6 +259,7 @@ func TestTLSClusterFormsAndForwards(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, "https://"+follower.Addr+"/resource_classes",
 		strings.NewReader(`{"name": "CUSTOM_OVER_TLS"}`))
 	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Authorization", "Bearer "+secret) // to see X-Placementd-Served-By
 	req.Header.Set("OpenStack-API-Version", "placement 1.39")
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := apiCA.client().Do(req)

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/sync/singleflight"
 )
 
 // KeystoneConfig is the [keystone_authtoken] section of keystonemiddleware,
@@ -36,6 +39,11 @@ type KeystoneConfig struct {
 	// 300 s; negative: no caching). A revoked token stays usable here until
 	// its cache entry expires.
 	TokenCacheTime time.Duration
+	// InvalidTokenCacheTime is how long a token Keystone refused is refused
+	// again without asking (default DefaultInvalidTokenCacheTime; negative,
+	// or TokenCacheTime negative: not cached). A client that repeats a bogus
+	// token then costs Keystone one call per this time, not one per request.
+	InvalidTokenCacheTime time.Duration
 	// ServiceTokenRoles: an X-Service-Token with one of these roles lets an
 	// expired user token through (default: service).
 	ServiceTokenRoles []string
@@ -60,25 +68,39 @@ type keystone struct {
 	mu         sync.Mutex
 	svcToken   string
 	svcRefresh time.Time // when to fetch a new service token
-	cache      map[[32]byte]cachedToken
-	inflight   map[[32]byte]*tokenFlight
+
+	// valid holds what Keystone said of tokens it validated, by the hash
+	// of the token, for TokenCacheTime: the data does not depend on
+	// allow_expired (expiry is checked here, on every request). invalid
+	// holds the tokens it refused, by hash and allow_expired (an expired
+	// token is refused without allow_expired and valid with it), for
+	// InvalidTokenCacheTime. Both are bounded LRUs; nil when off.
+	valid   *expirable.LRU[[32]byte, *keystoneToken]
+	invalid *expirable.LRU[tokenQuery, struct{}]
+	// flights shares one validation among the requests asking the same
+	// question at once: the same token with the same allow_expired.
+	flights singleflight.Group
 }
 
-type cachedToken struct {
-	tok   *keystoneToken
-	until time.Time
+// tokenQuery is one question to Keystone: a token (by hash), validated
+// with or without allow_expired.
+type tokenQuery struct {
+	hash         [32]byte
+	allowExpired bool
 }
 
-// tokenFlight is one validation under way, shared by the requests that
-// carry the same token.
-type tokenFlight struct {
-	done chan struct{}
-	tok  *keystoneToken
-	err  error
+func (q tokenQuery) flightKey() string {
+	return fmt.Sprintf("%x/%t", q.hash, q.allowExpired)
 }
 
-// maxCachedTokens bounds the cache; only valid tokens are cached.
-const maxCachedTokens = 10000
+const (
+	// maxCachedTokens bounds each token cache (valid, invalid).
+	maxCachedTokens = 10000
+	// DefaultInvalidTokenCacheTime is KeystoneConfig.InvalidTokenCacheTime's
+	// default: short, since a refusal for a passing reason (a token used
+	// a moment before Keystone knows it) should not last.
+	DefaultInvalidTokenCacheTime = 10 * time.Second
+)
 
 // errInvalidToken: Keystone does not know the token, or it has expired.
 var errInvalidToken = errors.New("token authorization failed")
@@ -112,12 +134,27 @@ func newKeystone(cfg KeystoneConfig) *keystone {
 	if cfg.ProjectDomainName == "" && cfg.ProjectDomainID == "" {
 		cfg.ProjectDomainName = "Default"
 	}
+	if cfg.InvalidTokenCacheTime == 0 {
+		cfg.InvalidTokenCacheTime = DefaultInvalidTokenCacheTime
+	}
 	client := cfg.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: cfg.Timeout}
 	}
-	return &keystone{cfg: cfg, base: base, client: client, now: time.Now,
-		cache: map[[32]byte]cachedToken{}, inflight: map[[32]byte]*tokenFlight{}}
+	k := &keystone{cfg: cfg, base: base, client: client, now: time.Now}
+	k.sizeCaches(maxCachedTokens)
+	return k
+}
+
+// sizeCaches makes the token caches, each bounded to size entries.
+func (k *keystone) sizeCaches(size int) {
+	k.valid, k.invalid = nil, nil
+	if k.cfg.TokenCacheTime > 0 {
+		k.valid = expirable.NewLRU[[32]byte, *keystoneToken](size, nil, k.cfg.TokenCacheTime)
+		if k.cfg.InvalidTokenCacheTime > 0 {
+			k.invalid = expirable.NewLRU[tokenQuery, struct{}](size, nil, k.cfg.InvalidTokenCacheTime)
+		}
+	}
 }
 
 // keystoneToken is the part of a v3 token validation Placement needs.
@@ -250,63 +287,42 @@ func (k *keystone) dropServiceToken(tok string) {
 	k.mu.Unlock()
 }
 
-// fetch returns the token's data from the cache or from Keystone; it does
-// not check expiry. Concurrent requests with the same token share one call.
+// fetch returns the token's data from the caches or from Keystone; it
+// does not check expiry. Concurrent requests asking the same question (the
+// same token and allow_expired) share one call.
 func (k *keystone) fetch(ctx context.Context, token string, allowExpired bool) (*keystoneToken, error) {
-	key := sha256.Sum256([]byte(token))
-	now := k.now()
-	k.mu.Lock()
-	if c, ok := k.cache[key]; ok {
-		if now.Before(c.until) {
-			k.mu.Unlock()
-			return c.tok, nil
-		}
-		delete(k.cache, key)
-	}
-	if f, ok := k.inflight[key]; ok {
-		k.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.tok, f.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	q := tokenQuery{hash: sha256.Sum256([]byte(token)), allowExpired: allowExpired}
+	if k.valid != nil {
+		if t, ok := k.valid.Get(q.hash); ok {
+			return t, nil
 		}
 	}
-	f := &tokenFlight{done: make(chan struct{})}
-	k.inflight[key] = f
-	k.mu.Unlock()
-
-	// The call outlives a client that goes away: others may wait on it.
-	cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timeout)
-	f.tok, f.err = k.validate(cctx, token, allowExpired)
-	cancel()
-
-	k.mu.Lock()
-	delete(k.inflight, key)
-	if f.err == nil && k.cfg.TokenCacheTime > 0 {
-		if len(k.cache) >= maxCachedTokens {
-			k.pruneLocked(now)
-		}
-		k.cache[key] = cachedToken{tok: f.tok, until: k.now().Add(k.cfg.TokenCacheTime)}
-	}
-	k.mu.Unlock()
-	close(f.done)
-	return f.tok, f.err
-}
-
-// pruneLocked drops expired entries, and arbitrary ones while the cache is
-// still full.
-func (k *keystone) pruneLocked(now time.Time) {
-	for key, c := range k.cache {
-		if !now.Before(c.until) {
-			delete(k.cache, key)
+	if k.invalid != nil {
+		if _, ok := k.invalid.Get(q); ok {
+			return nil, errInvalidToken
 		}
 	}
-	for key := range k.cache {
-		if len(k.cache) < maxCachedTokens {
-			break
+	ch := k.flights.DoChan(q.flightKey(), func() (any, error) {
+		// The call outlives a client that goes away: others may wait on it.
+		cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timeout)
+		defer cancel()
+		t, err := k.validate(cctx, token, allowExpired)
+		switch {
+		case err == nil && k.valid != nil:
+			k.valid.Add(q.hash, t)
+		case errors.Is(err, errInvalidToken) && k.invalid != nil:
+			k.invalid.Add(q, struct{}{})
 		}
-		delete(k.cache, key)
+		return t, err
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*keystoneToken), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 

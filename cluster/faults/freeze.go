@@ -259,6 +259,9 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 				return
 			}
 			req.Header.Set("X-Auth-Token", "admin")
+			// The cluster secret: answers name the node that served them
+			// (X-Placementd-Served-By) only to callers with it.
+			req.Header.Set("Authorization", "Bearer "+secret)
 			req.Header.Set("OpenStack-API-Version", microversion)
 			resp, err := w.http.Do(req)
 			if err != nil {
@@ -292,6 +295,10 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 			continue
 		case a.code != http.StatusOK:
 			w.h.anomaly("read of %s at frozen leader %s: %d %s", consumer, old.ID, a.code, a.body)
+			continue
+		case a.servedBy == "":
+			// Only callers with the cluster secret are told.
+			w.h.anomaly("read of %s at frozen leader %s: no %s in the answer", consumer, old.ID, cluster.ServedByHeader)
 			continue
 		case a.servedBy == old.ID:
 			rep.ServedByOld++

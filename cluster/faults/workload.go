@@ -171,6 +171,9 @@ func (w *workload) send(ctx context.Context, n *proctest.Node, method, path stri
 		return 0, nil, nil, err
 	}
 	req.Header.Set("X-Auth-Token", "admin")
+	// The cluster secret: answers name the node that served them
+	// (X-Placementd-Served-By) only to callers with it.
+	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("OpenStack-API-Version", microversion)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

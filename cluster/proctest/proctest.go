@@ -99,6 +99,12 @@ func (n *Node) Start(join []string) error {
 	if n.RaftAdvertise != "" {
 		args = append(args, "--raft-advertise", n.RaftAdvertise)
 	}
+	if !loopbackAddr(n.HTTPAddr) {
+		// Test nodes in network namespaces (10.x addresses) run the
+		// default noauth2, which refuses other than loopback addresses
+		// without this flag.
+		args = append(args, "--auth-noauth2-insecure-remote")
+	}
 	if n.Secret != "" {
 		args = append(args, "--cluster-secret", n.Secret)
 	}
@@ -353,4 +359,11 @@ func Converged(ctx context.Context, nodes []*Node) (string, error) {
 		return "", fmt.Errorf("not converged: %w", err)
 	}
 	return state, nil
+}
+
+// loopbackAddr reports whether host:port has a loopback IP.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }

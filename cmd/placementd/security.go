@@ -19,8 +19,10 @@ type securityFlags struct {
 	keystone httpapi.KeystoneConfig
 	// keystoneCacheTime is token_cache_time; keystoneServiceRoles is
 	// comma-separated.
-	keystoneCacheTime    time.Duration
-	keystoneServiceRoles string
+	keystoneCacheTime time.Duration
+	// keystoneInvalidCacheTime: how long a refused token stays refused.
+	keystoneInvalidCacheTime time.Duration
+	keystoneServiceRoles     string
 	// apiKeystone is what the API gets: nil unless --auth-strategy keystone.
 	apiKeystone *httpapi.KeystoneConfig
 
@@ -44,6 +46,7 @@ func (c *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.ProjectDomainID, "keystone-project-domain-id", "", "the service project's domain by id, instead of the name ([keystone_authtoken] project_domain_id)")
 	fs.StringVar(&k.WWWAuthenticateURI, "keystone-www-authenticate-uri", "", "public identity endpoint named in the WWW-Authenticate header of 401 answers (default: --keystone-auth-url) ([keystone_authtoken] www_authenticate_uri)")
 	fs.DurationVar(&c.keystoneCacheTime, "keystone-token-cache-time", 300*time.Second, "how long a validated token is trusted before Keystone is asked again; a revoked token is refused at the latest this long after revocation; 0 disables the cache ([keystone_authtoken] token_cache_time)")
+	fs.DurationVar(&c.keystoneInvalidCacheTime, "keystone-invalid-token-cache-time", httpapi.DefaultInvalidTokenCacheTime, "how long a token Keystone refused is refused again without asking it (a client repeating a bogus token costs one validation per this time); 0 disables; off too when --keystone-token-cache-time is 0")
 	fs.StringVar(&c.keystoneServiceRoles, "keystone-service-token-roles", "service", "comma-separated roles that let an X-Service-Token carry an expired user token ([keystone_authtoken] service_token_roles)")
 	fs.StringVar(&k.ServiceType, "keystone-service-type", "", "Placement's service type in the catalog (placement), needed to accept application credentials restricted by access rules ([keystone_authtoken] service_type)")
 	fs.DurationVar(&k.Timeout, "keystone-timeout", 10*time.Second, "bound on each request to Keystone ([keystone_authtoken] http_connect_timeout)")
@@ -139,6 +142,10 @@ func (c *securityFlags) keystoneConfig() (*httpapi.KeystoneConfig, error) {
 	k.TokenCacheTime = c.keystoneCacheTime
 	if k.TokenCacheTime == 0 {
 		k.TokenCacheTime = -1 // no caching (the Config's zero means default)
+	}
+	k.InvalidTokenCacheTime = c.keystoneInvalidCacheTime
+	if k.InvalidTokenCacheTime == 0 {
+		k.InvalidTokenCacheTime = -1
 	}
 	k.ServiceTokenRoles = splitList(c.keystoneServiceRoles)
 	if k.ServiceTokenRoles == nil {

@@ -23,6 +23,7 @@ type serveConfig struct {
 	corsAllowedOrigin, corsAllowHeaders string
 	incompleteProject, incompleteUser   string
 	authStrategy                        string
+	noauth2InsecureRemote               bool
 	logFormat, logLevel                 string
 	metricsAddr                         string
 	gcHeapFloorMB                       int
@@ -119,6 +120,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.incompleteProject, "incomplete-consumer-project-id", "00000000-0000-0000-0000-000000000000", "project given to consumers written before microversion 1.8")
 	fs.StringVar(&c.incompleteUser, "incomplete-consumer-user-id", "00000000-0000-0000-0000-000000000000", "user given to consumers written before microversion 1.8")
 	fs.StringVar(&c.authStrategy, "auth-strategy", "noauth2", "authentication: noauth2 (the token is user[:project], for tests) or keystone (tokens validated by Keystone, see --keystone-*)")
+	fs.BoolVar(&c.noauth2InsecureRemote, noauth2InsecureRemoteFlag, false, "let --auth-strategy noauth2 (anyone can act as admin) serve a non-loopback --http-addr: test clusters on a trusted network only")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", 256, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised, back to 100 once the live heap passes it); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
@@ -190,6 +192,9 @@ func serve(args []string) error {
 	c.upstream.logIgnored(log)
 	switch c.authStrategy {
 	case "noauth2":
+		if err := checkNoauth2(c.httpAddr, c.noauth2InsecureRemote, log); err != nil {
+			return err
+		}
 	case "keystone":
 		if c.security.apiKeystone, err = c.security.keystoneConfig(); err != nil {
 			return err

@@ -336,10 +336,21 @@ func (c *Cluster) agreed() (string, error) {
 	return "", nil
 }
 
-// Do sends a Placement request to n (see the package's Do).
+// Do sends a Placement request to n (see the package's Do) with the
+// cluster secret: answers name the node that served them only then.
 func (n *Node) Do(t testing.TB, method, path string, body any, headers ...string) Response {
 	t.Helper()
-	return Do(t, n.URL, method, path, body, headers...)
+	return Do(t, n.URL, method, path, body, withSecret(headers)...)
+}
+
+// Send is Do for callers that handle the error themselves.
+func (n *Node) Send(hc *http.Client, method, path string, body any, headers ...string) (Response, error) {
+	return Send(hc, n.URL, method, path, body, withSecret(headers)...)
+}
+
+// withSecret puts the cluster secret before headers (which may override it).
+func withSecret(headers []string) []string {
+	return append([]string{"Authorization", "Bearer " + Secret}, headers...)
 }
 
 func ids(nodes []*Node) string {

@@ -234,21 +234,12 @@ func TestUnknownOutcomeIs503(t *testing.T) {
 	c, _ := threeNodes(t, nil)
 	old := c.Leader()
 	c.Converged()
-	for _, f := range c.Followers() {
-		old.Trans.Disconnect(raft.ServerAddress(f.ID))
-		f.Trans.Disconnect(raft.ServerAddress(old.ID))
-	}
+	c.Isolate(old)
 	r := do(t, old, "PUT", "/resource_classes/CUSTOM_LIMBO", nil)
 	if r.status != 503 || r.header.Get("Retry-After") == "" {
 		t.Fatalf("write on a partitioned leader: %d %q %s", r.status, r.header.Get("Retry-After"), r.body)
 	}
-	for _, f := range c.Followers() {
-		if f == old {
-			continue
-		}
-		old.Trans.Connect(raft.ServerAddress(f.ID), f.Trans)
-		f.Trans.Connect(raft.ServerAddress(old.ID), old.Trans)
-	}
+	c.Reconnect(old)
 	c.Converged()
 }
 
@@ -285,8 +276,7 @@ func TestSnapshotInstallAndCatchUp(t *testing.T) {
 
 	// A node that falls behind by more than the trailing logs catches up
 	// by snapshot install too.
-	n1.Trans.Disconnect(raft.ServerAddress("n2"))
-	n2.Trans.Disconnect(raft.ServerAddress("n1"))
+	c.Cut(n1, n2)
 	n3 := c.Start("n3", false, tune)
 	c.Join(n3, n1, false)
 	// n1 and n3 are a quorum of three without n2.
@@ -301,8 +291,7 @@ func TestSnapshotInstallAndCatchUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := n2.Node.Status(false).LastSnapshotIndex
-	n1.Trans.Connect(raft.ServerAddress("n2"), n2.Trans)
-	n2.Trans.Connect(raft.ServerAddress("n1"), n1.Trans)
+	c.Heal(n1, n2)
 	if got := c.Converged(); got == want {
 		t.Fatal("state did not change")
 	}

@@ -85,10 +85,7 @@ func TestGroupCommitFailureReachesEveryCommand(t *testing.T) {
 	c, _ := threeNodes(t, nil)
 	old := c.Leader()
 	c.Converged()
-	for _, f := range c.Followers() {
-		old.Trans.Disconnect(raft.ServerAddress(f.ID))
-		f.Trans.Disconnect(raft.ServerAddress(old.ID))
-	}
+	c.Isolate(old)
 	const writers = 16
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
@@ -105,12 +102,6 @@ func TestGroupCommitFailureReachesEveryCommand(t *testing.T) {
 			t.Errorf("writer %d on a cut-off leader: %v", i, err)
 		}
 	}
-	for _, f := range c.Followers() {
-		if f == old {
-			continue
-		}
-		old.Trans.Connect(raft.ServerAddress(f.ID), f.Trans)
-		f.Trans.Connect(raft.ServerAddress(old.ID), old.Trans)
-	}
+	c.Reconnect(old)
 	c.Converged()
 }

@@ -9,7 +9,9 @@ COPY bin/placementd /placementd
 # with --http-advertise / --raft-advertise (see docker-compose.yml). On
 # this address the default --auth-strategy noauth2 refuses to start: give
 # --auth-strategy keystone, or --auth-noauth2-insecure-remote for a test
-# cluster (docs/security.md).
+# cluster. Raft on 0.0.0.0 needs PLACEMENTD_CLUSTER_SECRET (Raft's mutual
+# TLS is derived from it), or PLACEMENTD_RAFT_ADDR=127.0.0.1:8779 for a lone
+# node (docs/security.md).
 ENV PLACEMENTD_HTTP_ADDR=0.0.0.0:8778 \
     PLACEMENTD_RAFT_ADDR=0.0.0.0:8779 \
     PLACEMENTD_DATA_DIR=/data

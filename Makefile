@@ -61,6 +61,16 @@ FREEZE_TRIALS ?= 60
 freeze-check:
 	$(GO) test -count=1 -timeout 0 -run '^TestFreeze$$' ./cluster/faults/ -v -args -faults.freeze $(FREEZE_TRIALS)
 
+# The linearizability check on a WAN (cluster/faults TestWAN): 5 voters over
+# regions a,a,b,b,c with Raft links WAN_CHECK_RTT apart (± 30 ms), on the
+# 150 ms timing profile, for WAN_CHECK under the WAN nemeses (the leader's
+# region cut off, leader killed, minority cut off, hand-over).
+WAN_CHECK ?= 3m
+WAN_CHECK_RTT ?= 150ms
+.PHONY: wan-check
+wan-check:
+	$(GO) test -count=1 -timeout 0 -run '^TestWAN$$' ./cluster/faults/ -v -args -faults.wan $(WAN_CHECK) -faults.wan-rtt $(WAN_CHECK_RTT)
+
 # Every fuzz target for FUZZTIME each (go test -fuzz runs one at a time).
 # Minimizing a new interesting input is bounded by FUZZMINIMIZE: with Go's
 # default (60 s) the large bodies of the reshaper and POST /allocations
@@ -129,10 +139,11 @@ WAN_NODES ?= 3
 WAN_REQUESTS ?= 100
 WAN_FAILOVERS ?= 3
 WAN_IDLE ?= 1m
+WAN_LOAD ?= 0
 WAN_CLIENT_RTT ?= -1
 WAN_FLAGS ?=
 WAN_TIMEOUT ?= 30m
 .PHONY: wan-bench
 wan-bench:
 	$(GO) run ./bench/cmd/wan-bench -rtts '$(WAN_RTTS)' -nodes $(WAN_NODES) -requests $(WAN_REQUESTS) \
-		-failovers $(WAN_FAILOVERS) -idle $(WAN_IDLE) -client-rtt $(WAN_CLIENT_RTT) -serve-flags '$(WAN_FLAGS)' -timeout $(WAN_TIMEOUT)
+		-failovers $(WAN_FAILOVERS) -idle $(WAN_IDLE) -load $(WAN_LOAD) -client-rtt $(WAN_CLIENT_RTT) -serve-flags '$(WAN_FLAGS)' -timeout $(WAN_TIMEOUT)

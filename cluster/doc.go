@@ -33,6 +33,15 @@
 // Handler.Run applies; Run also keeps connections to the other voters'
 // APIs open (background.go) so that forwarding pays no handshake.
 //
+// Raft transport (transport.go): TCP, optionally mutual TLS from
+// certificate files or derived from the cluster secret (raftsecret.go:
+// every node derives the same CA from the secret and signs a certificate
+// of its own with it). The listener (raftlisten.go) hands raft an inbound
+// connection only after the TLS handshake and its first byte, each within
+// a deadline, under caps on pending and open connections. Whether a node
+// may run without Raft authentication is the command's decision, not
+// this package's: in-process test clusters run plain TCP.
+//
 // Membership (meta.go): the members' API addresses and labels are a table
 // kept through the Raft log and in Raft snapshots beside the placement
 // state. Its meaning (set and delete of a member's entry) is this package's;

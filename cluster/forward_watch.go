@@ -13,7 +13,9 @@ var errLeaderMoved = errors.New("another node leads now, and the old leader does
 // untilLeaderMoves is the context of a request forwarded to leader id at
 // addr: it ends with ctx, or when this node has seen another node lead and
 // the old leader, which has not begun to answer, does not answer a health
-// check either within a heartbeat timeout (at least 2 s). A leader cut off
+// check either within a heartbeat timeout (at least 2 s), or at once when
+// this node had stopped hearing from the old leader (no contact for half a
+// heartbeat timeout while it knew no leader). A leader cut off
 // by a partition never answers, and the request would otherwise wait for
 // its client to give up, long after the next leader was elected. The
 // forwarding loop then sends a read again to the new leader, and answers a
@@ -26,9 +28,14 @@ func (h *Handler) untilLeaderMoves(ctx context.Context, id, addr string) context
 	var answering atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { answering.Store(true) }})
 	go func() {
+		lostLeader := false
 		for {
 			changed := h.node.leaderChanges() // before the check: no change is missed
-			if now, _ := h.node.Leader(); now != "" && now != id {
+			now, _ := h.node.Leader()
+			if now == "" && time.Since(h.node.Raft.LastContact()) >= h.node.Timing().Heartbeat/2 {
+				lostLeader = true
+			}
+			if now != "" && now != id {
 				break
 			}
 			select {
@@ -38,6 +45,15 @@ func (h *Handler) untilLeaderMoves(ctx context.Context, id, addr string) context
 			}
 		}
 		if answering.Load() {
+			return
+		}
+		if lostLeader {
+			// This node itself stopped hearing from the old leader before
+			// the election: the old leader is dead or cut off from here,
+			// and a health check would only time out. (A leadership
+			// transfer keeps the heartbeats coming until the new leader
+			// takes over.)
+			cancel(errLeaderMoved)
 			return
 		}
 		// Not derived from ctx, whose trace would count the check's answer

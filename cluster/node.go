@@ -194,7 +194,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 
 	trans := cfg.Transport
 	if trans == nil {
-		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, cfg.Logger)
+		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, defaultRaftConnLimits, cfg.Logger)
 		if err != nil {
 			n.closeStores()
 			return nil, err
@@ -227,8 +227,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	n.Raft = r
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.electAloneNow()
-	n.done.Add(4)
+	n.done.Add(6)
 	go n.maintain()
+	go n.nudgeElections()
+	go n.keepPeerConnsWarm(trans)
 	go n.compactLog()
 	go n.watchState()
 	go n.watchLeader()
@@ -267,12 +269,7 @@ func (n *Node) electAloneNow() {
 	if len(servers) != 1 || servers[0].ID != raft.ServerID(n.cfg.NodeID) || servers[0].Suffrage != raft.Voter {
 		return
 	}
-	rc := n.Raft.ReloadableConfig()
-	kick := rc
-	kick.HeartbeatTimeout = rc.HeartbeatTimeout - time.Millisecond
-	if n.Raft.ReloadConfig(kick) == nil {
-		n.Raft.ReloadConfig(rc)
-	}
+	n.checkLeaderNow()
 }
 
 // RaftAddr is the address the node's transport listens on.

@@ -90,6 +90,16 @@ func (ca *testCA) client() *http.Client {
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
 }
 
+// tcpTiming is the Raft timing of the nodes over real TCP and TLS: raft's
+// defaults, as in production. Under -race on a shared, loaded box (load
+// average 40 on 2 cores) shorter timeouts cost the leader its lease in
+// the middle of the tests, which then write to a node no longer leading.
+func tcpTiming(rc *raft.Config) {
+	rc.HeartbeatTimeout = time.Second
+	rc.ElectionTimeout = time.Second
+	rc.LeaderLeaseTimeout = 500 * time.Millisecond
+}
+
 // tlsNode is a node over real TCP: Raft with mutual TLS, the real API
 // behind the cluster front on an HTTPS listener.
 type tlsNode struct {
@@ -113,13 +123,7 @@ func startTLSNode(t *testing.T, id string, bootstrap bool, raftCA, apiCA *testCA
 		RaftTLS: &tls.Config{Certificates: []tls.Certificate{raftCA.issue(t, id)}, RootCAs: raftCA.pool},
 		APITLS:  &tls.Config{RootCAs: apiCA.pool},
 		Logger:  hclog.New(&hclog.LoggerOptions{Name: "raft-" + id, Level: hclog.Error, Output: io.Discard}),
-		// Real TCP and TLS under -race on a shared, loaded box: slack,
-		// so that a slow handshake does not cost the leadership.
-		Tune: func(rc *raft.Config) {
-			rc.HeartbeatTimeout = time.Second
-			rc.ElectionTimeout = time.Second
-			rc.LeaderLeaseTimeout = 500 * time.Millisecond
-		},
+		Tune:    tcpTiming,
 	}, fsm.New())
 	if err != nil {
 		ln.Close()

@@ -44,7 +44,8 @@ func (s *tcpStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 // newTCPTransport listens on bind and advertises advertise, or the bound
 // address when advertise is empty (which must then be a specific IP).
 // With tlsConf (see Config.RaftTLS) every connection is mutual TLS.
-func newTCPTransport(bind, advertise string, tlsConf *tls.Config, logger hclog.Logger) (*raft.NetworkTransport, error) {
+// limits bound the inbound connections (defaultRaftConnLimits).
+func newTCPTransport(bind, advertise string, tlsConf *tls.Config, limits raftConnLimits, logger hclog.Logger) (*raft.NetworkTransport, error) {
 	var server, client *tls.Config
 	if tlsConf != nil {
 		var err error
@@ -67,12 +68,10 @@ func newTCPTransport(bind, advertise string, tlsConf *tls.Config, logger hclog.L
 		ln.Close()
 		return nil, fmt.Errorf("raft address %q is not one other nodes can dial: set --raft-advertise", bind)
 	}
-	stream := &tcpStream{Listener: ln, advertise: adv, tls: client}
-	if server != nil {
-		// The handshake runs on the connection's first read, in raft's
-		// per-connection goroutine, so a slow peer does not hold up Accept.
-		stream.Listener = tls.NewListener(ln, server)
-	}
+	// The listener runs the TLS handshake, in a goroutine per connection
+	// so that a slow peer does not hold up Accept, and hands raft only
+	// verified peers (raftlisten.go).
+	stream := &tcpStream{Listener: newRaftListener(ln, server, limits, logger), advertise: adv, tls: client}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,

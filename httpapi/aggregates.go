@@ -85,11 +85,11 @@ func (s *Server) setAggregates(w http.ResponseWriter, r *http.Request) {
 			Aggregates []string `json:"aggregates"`
 			Generation int64    `json:"resource_provider_generation"`
 		}
-		if !decodeBody(w, r, putAggregatesSchema119, &body) {
+		if !s.decodeBody(w, r, putAggregatesSchema119, &body) {
 			return
 		}
 		cmd.Aggregates, cmd.Generation = body.Aggregates, &body.Generation
-	} else if !decodeBody(w, r, putAggregatesSchema11, &cmd.Aggregates) {
+	} else if !s.decodeBody(w, r, putAggregatesSchema11, &cmd.Aggregates) {
 		return
 	}
 	if cmd.Aggregates == nil {

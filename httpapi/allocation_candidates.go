@@ -336,13 +336,18 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 		writeError(w, r, http.StatusBadRequest, perr.detail, perr.code)
 		return
 	}
+	release, ok := s.admit(w, r, s.searchSlots, AdmitSearch, 1)
+	if !ok {
+		return
+	}
 	var res *candidates.Result
 	var err error
 	searched := s.candidatesTimer()
-	if !s.read(w, r, func(st *state.Store) { res, err = candidates.Search(r.Context(), st, req, s.candidateOptions()) }) {
-		return
+	read := s.read(w, r, func(st *state.Store) { res, err = candidates.Search(r.Context(), st, req, s.candidateOptions()) })
+	if !read || err != nil {
+		release()
 	}
-	if err != nil && s.aborted(w, r, err) {
+	if !read || (err != nil && s.aborted(w, r, err)) {
 		return
 	}
 	if err != nil {
@@ -357,6 +362,8 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	setLastModified(w, r, zeroTime)
 	buf := responseBuffers.Get().(*[]byte)
 	body := candidatesJSON((*buf)[:0], v, req, res)
+	// The answer is rendered: what remains is writing it.
+	release()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)

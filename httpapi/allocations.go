@@ -271,7 +271,7 @@ func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 		sch = putAllocationsSchema8
 	}
 	var body schema.Doc
-	if !decodeBody(w, r, sch, &body) {
+	if !s.decodeBody(w, r, sch, &body) {
 		return
 	}
 	ca := s.consumerAllocations(r, consumer, body, !v.AtLeast(12))
@@ -296,7 +296,7 @@ func (s *Server) setAllocations(w http.ResponseWriter, r *http.Request) {
 		sch = postAllocationsSchema28
 	}
 	var body schema.Doc
-	if !decodeBody(w, r, sch, &body) {
+	if !s.decodeBody(w, r, sch, &body) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.SetAllocations{Post: true, Consumers: s.consumersOf(r, body), WriteOrder: true}); !ok {

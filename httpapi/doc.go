@@ -5,7 +5,8 @@
 // result into the status, headers and body upstream Placement would send.
 //
 // Common behaviour lives in middleware (request ids, microversion
-// negotiation, noauth2, CORS, body limits) and in the helpers of
+// negotiation, noauth2, CORS, body limits; the admission of body decodes
+// and candidate searches is admission.go, over httpapi/httpguard) and in the helpers of
 // request.go and errors.go; each resource family has its own file of
 // handlers. Request bodies are validated with the JSON schemas of
 // httpapi/schema so that errors read exactly as upstream's.

@@ -38,6 +38,7 @@ var webobStatuses = map[int]webobStatus{
 	404: {title: "Not Found", explanation: "The resource could not be found."},
 	405: {title: "Method Not Allowed", template: "The method ${REQUEST_METHOD} is not allowed for this resource. <br /><br />\n${detail}"},
 	406: {title: "Not Acceptable", template: "The resource could not be generated that was acceptable to your browser\n(content of type ${HTTP_ACCEPT}. <br /><br />\n${detail}"},
+	408: {title: "Request Timeout", explanation: "The server has waited too long for the request to be sent by the client."},
 	409: {title: "Conflict", explanation: "There was a conflict when trying to complete your request."},
 	413: {title: "Request Entity Too Large", explanation: "The body of your request was too large for this server."},
 	415: {title: "Unsupported Media Type", template: "The request media type ${CONTENT_TYPE} is not supported by this server.\n<br /><br />\n${detail}"},

@@ -417,7 +417,7 @@ func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if !decodeBody(w, r, postInventorySchema, &body) {
+	if !s.decodeBody(w, r, postInventorySchema, &body) {
 		return
 	}
 	var class string
@@ -442,7 +442,7 @@ func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if !decodeBody(w, r, baseInventorySchema, &body) {
+	if !s.decodeBody(w, r, baseInventorySchema, &body) {
 		return
 	}
 	v, ok := s.apply(w, r, &state.UpdateInventory{
@@ -467,7 +467,7 @@ func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
 		Generation  json.RawMessage `json:"resource_provider_generation"`
 		Inventories json.RawMessage `json:"inventories"`
 	}
-	if !decodeBody(w, r, putInventoriesSchema, &body) {
+	if !s.decodeBody(w, r, putInventoriesSchema, &body) {
 		return
 	}
 	records, err := decodeEach[map[string]json.RawMessage](body.Inventories)

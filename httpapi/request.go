@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -104,21 +105,35 @@ func requireJSON(w http.ResponseWriter, r *http.Request) bool {
 
 // decodeBody reads a JSON body, validates it against sch and decodes it
 // into dst; a *schema.Doc receives the document validated, decoded once.
-// On failure it has answered 400 (or 413/415) and returns false.
-func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst any) bool {
+// Decoding takes the body's share of Config.MaxBodyDecodeBytes once the
+// body is read. On failure it has answered 400 (or 408/413/415, or 503 when no
+// slot came free) and returns false.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst any) bool {
 	if !requireJSON(w, r) {
 		return false
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &tooBig):
 			writeError(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "")
-			return false
+		case errors.As(err, &ne) && ne.Timeout():
+			// The server's read timeout: the client announced more
+			// than it sent in time.
+			w.Header().Set("Connection", "close")
+			writeError(w, r, http.StatusRequestTimeout, "The request body was not received in time.", "")
+		default:
+			writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 		}
-		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
 		return false
 	}
+	release, ok := s.admit(w, r, s.bodySlots, AdmitBody, max(int64(len(body)), MinBodyWeight))
+	if !ok {
+		return false
+	}
+	defer release()
 	var doc schema.Doc
 	if sch == nil {
 		doc, err = schema.DecodeDoc(body)
@@ -151,6 +166,39 @@ func decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.Schema, dst 
 		}
 	}
 	return true
+}
+
+// readBody reads the request body (bounded by checkContentHeaders'
+// http.MaxBytesReader) into one buffer, growing it only as data arrives,
+// up to the announced Content-Length exactly: a client that announces 16
+// MiB and sends nothing costs nothing, and a complete body is held once,
+// not in the spare capacity and the copies of repeated appends.
+func readBody(r *http.Request) ([]byte, error) {
+	const first = 64 << 10
+	size := int64(first)
+	if r.ContentLength >= 0 && r.ContentLength < size {
+		size = r.ContentLength + 1 // room to see the end of the body
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			// Doubling, and the announced length at once when half of it
+			// has come: the buffers made add up to twice the body.
+			next := int64(cap(buf)) * 2
+			if r.ContentLength > 0 && next > r.ContentLength/2 {
+				next = r.ContentLength + 1
+			}
+			buf = append(make([]byte, 0, next), buf...)
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // writeBodyShapeError answers a validated body that does not decode into

@@ -59,7 +59,7 @@ func (s *Server) reshape(w http.ResponseWriter, r *http.Request) {
 		sch = reshaperSchema34
 	}
 	var body schema.Doc
-	if !decodeBody(w, r, sch, &body) {
+	if !s.decodeBody(w, r, sch, &body) {
 		return
 	}
 	inventories := body.Get("inventories")

@@ -77,7 +77,7 @@ func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct{ Name string }
-	if !decodeBody(w, r, postResourceClassSchema, &body) {
+	if !s.decodeBody(w, r, postResourceClassSchema, &body) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.CreateResourceClass{Name: body.Name, MaxPlusOne: true}); !ok {
@@ -97,7 +97,7 @@ func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
 	if rename {
 		var body struct{ Name string }
-		if !decodeBody(w, r, postResourceClassSchema, &body) {
+		if !s.decodeBody(w, r, postResourceClassSchema, &body) {
 			return
 		}
 		v, ok := s.apply(w, r, &state.RenameResourceClass{Name: name, NewName: body.Name})

@@ -132,7 +132,7 @@ func (s *Server) createResourceProvider(w http.ResponseWriter, r *http.Request) 
 		UUID       string  `json:"uuid"`
 		ParentUUID *string `json:"parent_provider_uuid"`
 	}
-	if !decodeBody(w, r, sch, &body) {
+	if !s.decodeBody(w, r, sch, &body) {
 		return
 	}
 	cmd := &state.CreateProvider{Name: body.Name}
@@ -210,7 +210,7 @@ func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) 
 		sch = putProviderSchema114
 	}
 	var body map[string]json.RawMessage
-	if !decodeBody(w, r, sch, &body) {
+	if !s.decodeBody(w, r, sch, &body) {
 		return
 	}
 	cmd := &state.UpdateProvider{UUID: uuid, AllowReparenting: versionOf(r).AtLeast(37)}

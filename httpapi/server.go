@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/httpapi/httpguard"
 )
 
 // Backend is what the API needs from the cluster: proposing commands and
@@ -61,6 +62,14 @@ type Config struct {
 	// DefaultRequestTimeout). See deadline.go.
 	RequestTimeout time.Duration
 
+	// MaxBodyDecodeBytes bounds the bytes of request bodies decoded at
+	// once, MaxCandidateSearches the allocation-candidates searches run
+	// at once (0: the defaults; -1: no bound); a request past them waits
+	// at most AdmissionWait (0: DefaultAdmissionWait). See admission.go.
+	MaxBodyDecodeBytes   int64
+	MaxCandidateSearches int
+	AdmissionWait        time.Duration
+
 	// Observer, when set, is told about every request the API answers and
 	// every allocation-candidates search (Prometheus metrics).
 	Observer Observer
@@ -93,6 +102,11 @@ type Server struct {
 	handler http.Handler
 	// keystone validates tokens when cfg.Keystone is set.
 	keystone *keystone
+	// bodySlots and searchSlots admit body decodes and candidate
+	// searches (admission.go).
+	bodySlots, searchSlots *httpguard.Admission
+	// onAdmitted, set by tests only, runs once a request took a slot.
+	onAdmitted func(kind string)
 }
 
 // New builds the API over backend.
@@ -118,7 +132,18 @@ func New(backend Backend, cfg Config) *Server {
 	if cfg.CandidatesMaxBytes == 0 {
 		cfg.CandidatesMaxBytes = DefaultCandidatesMaxBytes
 	}
-	s := &Server{cfg: cfg, backend: backend}
+	if cfg.MaxBodyDecodeBytes == 0 {
+		cfg.MaxBodyDecodeBytes = DefaultMaxBodyDecodeBytes
+	}
+	if cfg.MaxCandidateSearches == 0 {
+		cfg.MaxCandidateSearches = DefaultMaxCandidateSearches
+	}
+	if cfg.AdmissionWait == 0 {
+		cfg.AdmissionWait = DefaultAdmissionWait
+	}
+	s := &Server{cfg: cfg, backend: backend,
+		bodySlots:   httpguard.NewAdmission(cfg.MaxBodyDecodeBytes, cfg.AdmissionWait),
+		searchSlots: httpguard.NewAdmission(int64(cfg.MaxCandidateSearches), cfg.AdmissionWait)}
 	router := mux.NewRouter()
 	// Routes matches paths as they are: no cleaning, no redirects.
 	router.SkipClean(true)

@@ -17,10 +17,18 @@ type testAPI struct {
 	Node *cluster.Node
 }
 
-func newTestAPI(t *testing.T, cfg Config) *testAPI {
+func newTestAPI(t *testing.T, cfg Config) *testAPI { return newTestAPIWith(t, cfg, nil) }
+
+// newTestAPIWith is newTestAPI with prepare run on the server before it
+// serves (to set test hooks).
+func newTestAPIWith(t *testing.T, cfg Config, prepare func(*Server)) *testAPI {
 	t.Helper()
 	node := testcluster.OpenNode(t, cluster.Config{}, nil)
-	srv := testcluster.Serve(t, New(node, cfg))
+	api := New(node, cfg)
+	if prepare != nil {
+		prepare(api)
+	}
+	srv := testcluster.Serve(t, api)
 	return &testAPI{t: t, URL: srv.URL, Node: node}
 }
 

@@ -227,7 +227,7 @@ func (s *Server) updateProviderTraits(w http.ResponseWriter, r *http.Request) {
 		Traits     []string        `json:"traits"`
 		Generation json.RawMessage `json:"resource_provider_generation"`
 	}
-	if !decodeBody(w, r, setProviderTraitsSchema, &body) {
+	if !s.decodeBody(w, r, setProviderTraitsSchema, &body) {
 		return
 	}
 	v, ok := s.apply(w, r, &state.SetProviderTraits{

@@ -19,6 +19,13 @@ var (
 		"run the soak: the workload under every nemesis for this long per cluster size (make soak)")
 	soakNodes = flag.String("faults.nodes", "3,5", "cluster sizes of the soak")
 	soakDir   = flag.String("faults.dir", "", "where the soak keeps data dirs, logs and reports (default: a new dir under $TMPDIR)")
+
+	wan        = flag.Duration("faults.wan", 0, "run the WAN check for this long: 5 voters over 3 regions with delayed Raft links (make wan-check)")
+	wanRTT     = flag.Duration("faults.wan-rtt", 150*time.Millisecond, "RTT of the WAN check's Raft links")
+	wanJitter  = flag.Duration("faults.wan-jitter", 30*time.Millisecond, "jitter (±) on the WAN check's RTT")
+	wanRegions = flag.String("faults.wan-regions", "a,a,b,b,c", "region of each node of the WAN check; the leader is kept in the first")
+	wanFlags   = flag.String("faults.wan-flags", "--raft-timing-multiplier 0.5 --raft-election-timeout 1s --raft-leader-lease-timeout 400ms",
+		"serve flags of the WAN check's nodes: the timing profile for its RTT (docs/cluster.md)")
 )
 
 func build(t *testing.T, tags ...string) string {
@@ -143,4 +150,46 @@ func TestSoak(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(summary), 0o644)
 	fmt.Printf("\nsoak summary (logs and data in %s):\n%s", dir, summary)
 	report(t, reps)
+}
+
+// TestWAN is `make wan-check`: the workload and the linearizability and
+// invariant checks of the soak, on voters spread over regions whose Raft
+// links are a WAN (-faults.wan-rtt ± -faults.wan-jitter, the nodes on the
+// timing profile for it), under the WAN nemeses: the leader's region cut
+// off, the leader killed, a minority cut off, a hand-over. With the
+// leader kept in the first region, every heal also moves leadership back.
+func TestWAN(t *testing.T) {
+	if *wan == 0 {
+		t.Skip("the WAN check runs with -faults.wan DURATION (make wan-check)")
+	}
+	dir := *soakDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "placementd-wan-check-"+time.Now().Format("20060102-150405"))
+	}
+	bin, err := proctest.Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), Config{
+		Bin: bin, Dir: filepath.Join(dir, "run"), Duration: *wan,
+		Regions: strings.Split(*wanRegions, ","), ServeFlags: strings.Fields(*wanFlags),
+		RaftOneWay: *wanRTT / 2, RaftJitter: *wanJitter / 2,
+		Nemeses: WANNemeses, Hold: 5 * time.Second, Quiet: 2 * time.Second,
+		CheckTimeout: 10 * time.Minute, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range rep.Events {
+		seen[e.Kind] = true
+	}
+	for _, kind := range WANNemeses {
+		if !seen[kind] {
+			t.Errorf("nemesis %s did not run (a longer -faults.wan runs every one)", kind)
+		}
+	}
+	fmt.Printf("WAN check (%s ± %s Raft RTT, regions %s; logs and data in %s): %d operations, linearizable %s, %d violations\n",
+		*wanRTT, *wanJitter, *wanRegions, dir, rep.Ops, rep.Linearizable, len(rep.Violations))
+	report(t, []*Report{rep})
 }

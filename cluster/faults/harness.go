@@ -52,6 +52,16 @@ type Config struct {
 	CheckTimeout time.Duration
 	Seed         int64
 	Logf         func(format string, args ...any)
+
+	// A WAN: RaftOneWay ± RaftJitter is added to every Raft link each way
+	// once the workload is set up (the proxies hold what crosses them; API traffic is
+	// not delayed). Regions, when set, gives node i the region Regions[i]
+	// (--region), keeps the leader in Regions[0] (--leader-regions), and
+	// is what the partition-region nemesis cuts along. ServeFlags go to
+	// every node, e.g. the timing profile for the RTT.
+	RaftOneWay, RaftJitter time.Duration
+	Regions                []string
+	ServeFlags             []string
 }
 
 // AllNemeses are the faults the harness injects.
@@ -59,6 +69,10 @@ var AllNemeses = []string{
 	"kill-leader", "kill-follower", "pause", "partition-minority",
 	"partition-bridge", "wipe-rejoin", "transfer-leadership",
 }
+
+// WANNemeses are the faults of a WAN run (make wan-check): the leader's
+// region cut off, the leader killed, a minority cut off, a hand-over.
+var WANNemeses = []string{"partition-region", "kill-leader", "partition-minority", "transfer-leadership"}
 
 const secret = "faults-secret"
 
@@ -113,12 +127,20 @@ func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 				// The membership stays as it is across restarts; SIGTERM
 				// only hands leadership over.
 				"--leave-on-shutdown=false",
+				// The proxies learn who dials from the first RPC on each
+				// connection (proxy.go), which TLS would hide: these
+				// loopback-only test clusters run Raft in plain TCP.
+				"--raft-insecure-plaintext",
 				// Snapshots and log compaction happen during the run, so
 				// restarts load snapshots and a wiped node catches up by
 				// snapshot install.
 				"--snapshot-threshold", "512", "--snapshot-interval", "2s", "--trailing-logs", "256",
 			},
 		}
+		if cfg.Regions != nil {
+			n.Args = append(n.Args, "--region", cfg.Regions[i-1], "--leader-regions", cfg.Regions[0])
+		}
+		n.Args = append(n.Args, cfg.ServeFlags...)
 		if _, err := c.net.listen(proxyAddr, id, raftAddr); err != nil {
 			c.stop()
 			return nil, err
@@ -305,6 +327,24 @@ func (c *testCluster) nemesis(ctx context.Context, start time.Time, kind string)
 		hold()
 		c.event(start, kind, "heal")
 		c.net.heal()
+	case "partition-region":
+		// The leader's region (the leader alone without Regions) cut off
+		// from the others.
+		region, rest := []string{leader.ID}, []string{}
+		for i, n := range c.nodes {
+			switch {
+			case n == leader:
+			case c.cfg.Regions != nil && c.cfg.Regions[i] == c.region(leader):
+				region = append(region, n.ID)
+			default:
+				rest = append(rest, n.ID)
+			}
+		}
+		c.event(start, kind, "region %s %v | %v (leader %s)", c.region(leader), region, rest, leader.ID)
+		c.net.partition(region, rest)
+		hold()
+		c.event(start, kind, "heal")
+		c.net.heal()
 	case "partition-bridge":
 		// Two sides that cannot talk, and a bridge node talking to both.
 		ids := c.ids()
@@ -341,6 +381,16 @@ func (c *testCluster) nemesis(ctx context.Context, start time.Time, kind string)
 		return fmt.Errorf("unknown nemesis %q", kind)
 	}
 	return nil
+}
+
+// region is n's region ("" without Regions).
+func (c *testCluster) region(n *proctest.Node) string {
+	for i, o := range c.nodes {
+		if o == n && c.cfg.Regions != nil {
+			return c.cfg.Regions[i]
+		}
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {

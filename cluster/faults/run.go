@@ -38,6 +38,9 @@ func (r *Report) Failed() bool { return r.Linearizable != "yes" || len(r.Violati
 
 // setDefaults fills in what cfg leaves zero.
 func (cfg *Config) setDefaults() {
+	if cfg.Regions != nil {
+		cfg.Nodes = len(cfg.Regions)
+	}
 	if cfg.Clients == 0 {
 		cfg.Clients = 2 * cfg.Nodes
 	}
@@ -91,6 +94,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("setting up the workload: %w\n%s", err, c.logTails(2000))
 	}
 	*w = *newWorkload(h, c.nodes, groups, cfg.RequestTimeout, window, perGroup)
+	// The WAN from here on: the set-up above has no faults and nothing to
+	// check, only requests that must succeed.
+	c.net.setDelay(cfg.RaftOneWay, cfg.RaftJitter)
 	h.start = time.Now()
 
 	// Clients run for the whole duration; nemeses follow one another.

@@ -38,6 +38,7 @@ type Metrics struct {
 	httpDuration *prometheus.HistogramVec
 	httpInFlight prometheus.Gauge
 	httpAborted  *prometheus.CounterVec
+	connRefused  *prometheus.CounterVec
 
 	fsmApplied *prometheus.CounterVec
 
@@ -70,8 +71,17 @@ func New() *Metrics {
 		Namespace: namespace, Subsystem: "http", Name: "requests_aborted_total",
 		Help: "Placement API requests stopped before they completed, by route template and reason: timeout " +
 			"(the request timeout passed; answered 503 placement.request.timeout), client_gone (the client closed " +
-			"the connection) or too_large (an allocation-candidates answer over its memory bound; 503 placement.query.too_large).",
+			"the connection), too_large (an allocation-candidates answer over its memory bound; 503 placement.query.too_large) " +
+			"or busy (no admission slot came free for its body or search in time; 503 placement.server.busy).",
 	}, []string{"route", "reason"})
+	m.connRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "http", Name: "connections_refused_total",
+		Help: "Connections to the Placement API closed as soon as accepted (answered 503 placement.server.busy when not TLS), " +
+			"by reason: node_limit (--http-max-connections open) or ip_limit (--http-max-connections-per-ip open from that address).",
+	}, []string{"reason"})
+	for _, reason := range connRefusalReasons {
+		m.connRefused.WithLabelValues(reason)
+	}
 	m.fsmApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "fsm", Name: "commands_applied_total",
 		Help: "Placement commands applied by this node's state machine, by kind and result (ok, bad_request, not_found, conflict) " +
@@ -104,7 +114,7 @@ func New() *Metrics {
 		Buckets: prometheus.ExponentialBuckets(10, 10, 8),
 	})
 	m.Registry.MustRegister(
-		m.httpRequests, m.httpDuration, m.httpInFlight, m.httpAborted, m.fsmApplied,
+		m.httpRequests, m.httpDuration, m.httpInFlight, m.httpAborted, m.connRefused, m.fsmApplied,
 		m.proposals, m.proposalDuration, m.candDuration, m.candReturned, m.candSteps,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -120,7 +130,11 @@ type Route struct {
 }
 
 // abortReasons are the reasons RequestAborted is given.
-var abortReasons = []string{"timeout", "client_gone", "too_large"}
+var abortReasons = []string{"timeout", "client_gone", "too_large", "busy"}
+
+// connRefusalReasons are the reasons ConnRefused is given
+// (httpguard.RefusedNodeLimit, RefusedIPLimit).
+var connRefusalReasons = []string{"node_limit", "ip_limit"}
 
 // proposalOutcomes are the outcomes Proposed counts.
 var proposalOutcomes = []string{"applied", "rejected", "not_leader", "unknown_outcome", "error"}
@@ -194,6 +208,26 @@ func (m *Metrics) RequestAborted(route, reason string) {
 		route = "unmatched"
 	}
 	m.httpAborted.WithLabelValues(route, reason).Inc()
+}
+
+// ConnRefused counts a connection refused past a connection cap (the
+// onRefuse of httpguard.Listen).
+func (m *Metrics) ConnRefused(reason string) {
+	if m != nil {
+		m.connRefused.WithLabelValues(reason).Inc()
+	}
+}
+
+// WatchConnections exports the connections open through the API's
+// listener (open reads it at scrape time).
+func (m *Metrics) WatchConnections(open func() int) {
+	if m == nil {
+		return
+	}
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: "http", Name: "connections_open",
+		Help: "Connections open to the Placement API (--http-addr) now.",
+	}, func() float64 { return float64(open()) }))
 }
 
 // CandidatesSearched records one allocation-candidates query

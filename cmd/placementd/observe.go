@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -54,6 +55,12 @@ func withProbes(front *cluster.Handler, m *metrics.Metrics) http.Handler {
 			front.Readyz(w, r)
 		case "/metrics":
 			promHandler.ServeHTTP(w, r)
+		case "/_cluster/snapshot":
+			// A backup streams the whole state, which may take longer
+			// than --http-write-timeout on a slow link (the front still
+			// refuses a caller without the secret at once).
+			http.NewResponseController(w).SetWriteDeadline(time.Time{})
+			front.ServeHTTP(w, r)
 		default:
 			front.ServeHTTP(w, r)
 		}

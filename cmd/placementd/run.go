@@ -19,8 +19,10 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/httpapi/httpguard"
 )
 
 // peersFile remembers the API addresses of the other members, so a node
@@ -43,6 +45,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	if n := cf.bootstrapExpect; n != 0 && (n < 0 || len(dedupe(joins)) != n) {
 		return fmt.Errorf("--bootstrap-expect %d: --join must list exactly that many addresses, not %d", n, len(dedupe(joins)))
 	}
+	if err := c.security.checkRaftPeers(joins, cf.bootstrapExpect, 0); err != nil {
+		return err
+	}
 	pending := filepath.Join(c.dataDir, cluster.PendingRestore)
 	_, statErr := os.Stat(pending)
 	restoring := statErr == nil
@@ -50,6 +55,8 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		return fmt.Errorf("%s holds a restored snapshot, which starts a new cluster: start it without --join, then join the others to it", c.dataDir)
 	}
 
+	machine := fsm.New()
+	mtr := newMetrics(machine, log)
 	// Listen first: with port 0 the advertised address needs the port.
 	ln, err := net.Listen("tcp", c.httpAddr)
 	if err != nil {
@@ -69,17 +76,18 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		defer metricsLn.Close()
 	}
 	sec := &c.security
-	if sec.apiTLS != nil {
-		ln = tls.NewListener(ln, sec.apiTLS)
+	limits, err := c.httpLimits.limits(c.requestTimeout)
+	if err != nil {
+		ln.Close()
+		return err
 	}
+	ln = apiListener(ln, limits, sec.apiTLS, mtr)
 
 	timing, err := cf.raftTiming()
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	machine := fsm.New()
-	mtr := newMetrics(machine, log)
 	node, err := cluster.Open(cluster.Config{
 		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
 		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS,
@@ -103,6 +111,16 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	// A cluster the Raft state knows is multi-node needs an authenticated
+	// Raft port too (say a node restarted without its secret). Only known
+	// once the state is open; nothing has been served yet.
+	if fut := node.Raft.GetConfiguration(); fut.Error() == nil {
+		if err := c.security.checkRaftPeers(nil, 0, len(fut.Configuration().Servers)); err != nil {
+			ln.Close()
+			node.Shutdown()
+			return err
+		}
 	}
 	if restoring {
 		if err := restorePending(node, pending, log); err != nil {
@@ -128,28 +146,30 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		AllocationCandidatesStrategy:  c.candidates.strategy,
 		CandidatesMaxBytes:            c.candidates.memoryMB << 20,
 		RequestTimeout:                c.requestTimeout,
+		MaxBodyDecodeBytes:            mbOrUnbounded(c.httpLimits.maxBodyDecodeMB),
+		MaxCandidateSearches:          c.httpLimits.maxCandidateSearches,
+		AdmissionWait:                 c.httpLimits.admissionWait,
 	})
 	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
 	frontCtx, stopFront := context.WithCancel(context.Background())
 	defer stopFront()
 	go front.Run(frontCtx)
-	// Answer a non-numeric Content-Length as upstream does, not with Go's
-	// bare 400. It reads the decrypted stream, so it wraps the TLS listener.
-	ln = httpapi.FixContentLength(ln)
 	var handler http.Handler = withProbes(front, mtr)
 	if sec.apiTLS != nil {
 		handler = markTLS(handler)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := limits.Server(handler)
 	log.Info("placementd serving", "node", id, "http", ln.Addr().String(), "http_advertise", httpAdv,
 		"raft", node.RaftAddr(), "data_dir", c.dataDir, "api_tls", sec.apiTLS != nil, "raft_tls", sec.raftTLS != nil,
 		"region", cf.region, "zone", cf.zone, "raft_heartbeat", timing.Heartbeat, "raft_election", timing.Election,
-		"raft_leader_lease", timing.LeaderLease, "raft_commit", timing.Commit)
+		"raft_leader_lease", timing.LeaderLease, "raft_commit", timing.Commit,
+		"max_connections", limits.MaxConns, "max_connections_per_ip", limits.MaxConnsPerIP,
+		"read_timeout", limits.ReadTimeout, "write_timeout", limits.WriteTimeout, "idle_timeout", limits.IdleTimeout)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if metricsLn != nil {
-		msrv := &http.Server{Handler: metricsHandler(mtr), ReadHeaderTimeout: 10 * time.Second}
-		go msrv.Serve(metricsLn)
+		msrv := limits.Server(metricsHandler(mtr))
+		go msrv.Serve(httpguard.Listen(metricsLn, limits, nil, nil))
 		defer msrv.Close()
 		log.Info("serving /metrics", "metrics", metricsLn.Addr().String())
 	}
@@ -264,6 +284,26 @@ func restorePending(node *cluster.Node, path string, log *slog.Logger) error {
 	}
 	log.Info("restored snapshot", "file", path, "digest", digest)
 	return os.Remove(path)
+}
+
+// apiListener stacks the API's listeners over the TCP one: the connection
+// caps, counting sockets (under TLS: a refused connection costs no
+// handshake, and gets no answer it could read), then TLS when configured,
+// then FixContentLength, which answers a non-numeric Content-Length as
+// upstream does rather than with Go's bare 400 (it reads the decrypted
+// stream).
+func apiListener(ln net.Listener, limits httpguard.Limits, tlsConfig *tls.Config, mtr *metrics.Metrics) net.Listener {
+	var refusal []byte
+	if tlsConfig == nil {
+		refusal = httpapi.ConnRefusal()
+	}
+	guard := httpguard.Listen(ln, limits, refusal, mtr.ConnRefused)
+	mtr.WatchConnections(guard.Open)
+	ln = guard
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	return httpapi.FixContentLength(ln)
 }
 
 // markTLS sets r.TLS on requests that came over the TLS listener. The

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -28,6 +30,9 @@ type securityFlags struct {
 
 	tlsCert, tlsKey, tlsCA             string
 	raftTLSCert, raftTLSKey, raftTLSCA string
+	// raftInsecure is --raft-insecure-plaintext: Raft without TLS even
+	// with a cluster secret or several members.
+	raftInsecure bool
 	// Built by loadTLS: the API's server side (nil: plain HTTP), the
 	// client side for the peers' APIs, and Raft's mutual TLS.
 	apiTLS, peerAPITLS, raftTLS *tls.Config
@@ -56,7 +61,8 @@ func (c *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCA, "tls-ca-file", "", "PEM CA bundle that verifies the other members' API certificates (default: the system roots); needs --tls-cert-file")
 	fs.StringVar(&c.raftTLSCert, "raft-tls-cert-file", "", "PEM certificate of this node for Raft's mutual TLS, signed by --raft-tls-ca-file, with serverAuth and clientAuth usages (host names are not checked)")
 	fs.StringVar(&c.raftTLSKey, "raft-tls-key-file", "", "PEM private key of --raft-tls-cert-file")
-	fs.StringVar(&c.raftTLSCA, "raft-tls-ca-file", "", "PEM CA of the cluster's Raft certificates: Raft connections in both directions must present a certificate it signed; every member must agree")
+	fs.StringVar(&c.raftTLSCA, "raft-tls-ca-file", "", "PEM CA of the cluster's Raft certificates: Raft connections in both directions must present a certificate it signed; every member must agree (without the three files, a node with --cluster-secret uses mutual TLS with a CA derived from the secret)")
+	fs.BoolVar(&c.raftInsecure, "raft-insecure-plaintext", false, "INSECURE: run Raft over plain, unauthenticated TCP, where anyone who reaches the Raft port can disrupt or rewrite the cluster; without it a node with --cluster-secret uses mutual TLS derived from the secret, and a node without secret or --raft-tls-* files refuses to join or form a multi-node cluster or to bind Raft to a non-loopback address")
 }
 
 // loadTLS checks that the TLS flags come in complete sets and loads the
@@ -152,4 +158,67 @@ func (c *securityFlags) keystoneConfig() (*httpapi.KeystoneConfig, error) {
 		k.ServiceTokenRoles = []string{}
 	}
 	return &k, nil
+}
+
+// raftAuth settles how Raft peers prove membership, after loadTLS: the
+// --raft-tls-* files when given; else, with a cluster secret, mutual TLS
+// with a CA derived from it (cluster.RaftTLSFromSecret); else plain TCP,
+// which a node accepts only on a loopback Raft address (a single node on
+// one machine, `placementd serve` with no flags) or with
+// --raft-insecure-plaintext. checkRaftPeers refuses the multi-node cases
+// once the membership is known.
+func (c *securityFlags) raftAuth(secret, nodeID, raftAddr string, log *slog.Logger) error {
+	if c.raftInsecure {
+		if c.raftTLS != nil {
+			return errors.New("--raft-insecure-plaintext contradicts --raft-tls-cert-file/--raft-tls-key-file/--raft-tls-ca-file: give one or the other")
+		}
+		log.Warn("RAFT IS UNAUTHENTICATED (--raft-insecure-plaintext): anyone who can reach the Raft port can depose the leader, stall elections or inject log entries; use only on a network only the members reach, and remove the flag as soon as you can", "raft_addr", raftAddr)
+		return nil
+	}
+	if c.raftTLS != nil {
+		return nil
+	}
+	if secret != "" {
+		var err error
+		c.raftTLS, err = cluster.RaftTLSFromSecret(secret, nodeID)
+		if len(secret) < 16 {
+			log.Warn("the cluster secret is short: it also keys Raft's TLS, and a short secret can be guessed offline from a Raft certificate; use a random one (openssl rand -hex 32)")
+		}
+		return err
+	}
+	if !loopbackAddr(raftAddr) {
+		return fmt.Errorf("--raft-addr %s is not a loopback address and Raft has no authentication: give every node --cluster-secret (Raft then uses mutual TLS derived from it), or --raft-tls-cert-file/--raft-tls-key-file/--raft-tls-ca-file, or bind Raft to 127.0.0.1 for a single node; --raft-insecure-plaintext accepts the risk", raftAddr)
+	}
+	return nil
+}
+
+// checkRaftPeers refuses an unauthenticated Raft port in a cluster of
+// more than one node: one to join or form (--join, --bootstrap-expect),
+// or one the Raft state already knows (members).
+func (c *securityFlags) checkRaftPeers(joins []string, bootstrapExpect, members int) error {
+	if c.raftTLS != nil || c.raftInsecure {
+		return nil
+	}
+	const fix = "give every node --cluster-secret (Raft then uses mutual TLS derived from it) or --raft-tls-cert-file/--raft-tls-key-file/--raft-tls-ca-file; --raft-insecure-plaintext accepts the risk"
+	switch {
+	case len(joins) > 0 || bootstrapExpect > 1:
+		return fmt.Errorf("refusing to join or form a multi-node cluster with an unauthenticated Raft port: %s", fix)
+	case members > 1:
+		return fmt.Errorf("refusing to run a member of a %d-node cluster with an unauthenticated Raft port: %s", members, fix)
+	}
+	return nil
+}
+
+// loopbackAddr reports whether host:port binds only loopback: localhost
+// or a loopback IP (not a wildcard, not another name).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -31,6 +31,7 @@ type serveConfig struct {
 	candidates                          candidateFlags
 	cluster                             clusterFlags
 	security                            securityFlags
+	httpLimits                          httpLimitFlags
 }
 
 // candidateFlags are upstream's [placement] options for GET
@@ -132,6 +133,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.DurationVar(&c.requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "deadline of every API request: past it, reads and searches stop and the request is answered 503 placement.request.timeout")
 	c.cluster.register(fs)
 	c.security.register(fs)
+	c.httpLimits.register(fs)
 	return c
 }
 
@@ -217,10 +219,18 @@ func serve(args []string) error {
 	if c.requestTimeout <= 0 {
 		return fmt.Errorf("--request-timeout %s: want a positive duration", c.requestTimeout)
 	}
+	if _, err := c.httpLimits.limits(c.requestTimeout); err != nil {
+		return err
+	}
 	if err := c.security.loadTLS(); err != nil {
 		return err
 	}
 	if _, err := c.cluster.raftTiming(); err != nil {
+		return err
+	}
+	// Before nodeID, which writes to the data dir. The certificate names
+	// the node only when --node-id does (a label for logs).
+	if err := c.security.raftAuth(c.cluster.secret, c.nodeID, c.raftAddr, log); err != nil {
 		return err
 	}
 	id, err := nodeID(c.nodeID, c.dataDir)

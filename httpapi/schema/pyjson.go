@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -21,24 +22,49 @@ func pyLoads(body []byte) (any, error) {
 	if msg := pyUTF8Error(body); msg != "" {
 		return nil, &DecodeError{fmt.Errorf("%s", msg)}
 	}
-	p := &pyScanner{s: body}
+	p := &pyScanner{s: body, dry: true}
 	if bytes.HasPrefix(body, []byte("\ufeff")) {
 		return nil, p.fail("Unexpected UTF-8 BOM (decode using utf-8-sig)", 0)
 	}
-	v, end, err := p.value(p.skipWS(0), 0)
-	if err != nil {
-		return nil, err
+	// A first pass only checks the syntax, building nothing: a malformed
+	// body, however large, costs its own bytes and no more. The second
+	// builds the values of a well-formed one.
+	for _, dry := range []bool{true, false} {
+		p.dry = dry
+		if !dry {
+			p.src = string(body)
+		}
+		v, end, err := p.value(p.skipWS(0), 0)
+		if err != nil {
+			return nil, err
+		}
+		if end = p.skipWS(end); end != len(body) {
+			return nil, p.fail("Extra data", end)
+		}
+		if !dry {
+			return v, nil
+		}
 	}
-	if end = p.skipWS(end); end != len(body) {
-		return nil, p.fail("Extra data", end)
-	}
-	return v, nil
+	panic("unreachable")
 }
 
 // pyScanner parses a valid UTF-8 document. Every byte that matters to the
 // grammar is ASCII, so it works on bytes and converts positions to
 // characters only for messages.
-type pyScanner struct{ s []byte }
+type pyScanner struct {
+	s []byte
+	// src is s as a string, for the building pass: strings without
+	// escapes and number literals are slices of it, not copies.
+	src string
+	// dry scans without building values (they come back nil): the
+	// errors are the same.
+	dry bool
+	// sizes holds the member count of every non-empty array and object,
+	// in the order they open: the dry pass notes them, the building pass
+	// (next: the index of the next one) makes each exactly that big.
+	sizes []int32
+	next  int
+}
 
 // fail is a json.JSONDecodeError at byte offset pos.
 func (p *pyScanner) fail(msg string, pos int) error {
@@ -92,13 +118,71 @@ func (p *pyScanner) value(i, depth int) (any, int, error) {
 	case c == 'f' && p.hasAt(i, "false"):
 		return false, i + 5, nil
 	case c == 'N' && p.hasAt(i, "NaN"):
-		return &number{lit: "NaN", isFloat: true, f: math.NaN()}, i + 3, nil
+		return nanNumber, i + 3, nil
 	case c == 'I' && p.hasAt(i, "Infinity"):
-		return &number{lit: "Infinity", isFloat: true, f: math.Inf(1)}, i + 8, nil
+		return infNumber, i + 8, nil
 	case c == '-' && p.hasAt(i, "-Infinity"):
-		return &number{lit: "-Infinity", isFloat: true, f: math.Inf(-1)}, i + 9, nil
+		return negInfNumber, i + 9, nil
 	}
 	return p.number(i)
+}
+
+// Values are immutable: documents share these.
+var (
+	nanNumber    = &number{lit: "NaN", isFloat: true, f: math.NaN()}
+	infNumber    = &number{lit: "Infinity", isFloat: true, f: math.Inf(1)}
+	negInfNumber = &number{lit: "-Infinity", isFloat: true, f: math.Inf(-1)}
+)
+
+// emptyObject and emptyArray stand for every {} and [] of a document
+// (values are never changed once built).
+var (
+	emptyObject any = newObject()
+	emptyArray  any = []any{}
+)
+
+// smallInts are the numbers 0 to 999, shared by the documents that hold
+// them: a body of many small numbers costs a slot per number, not an
+// allocation.
+var smallInts = func() (t [1000]*number) {
+	for i := range t {
+		t[i] = &number{lit: strconv.Itoa(i)}
+	}
+	return t
+}()
+
+// smallInt is the shared number for the literal lit, or nil.
+func smallInt(lit []byte) *number {
+	if len(lit) == 0 || len(lit) > 3 || (lit[0] == '0' && len(lit) > 1) {
+		return nil
+	}
+	v := 0
+	for _, c := range lit {
+		if !isDigit(c) {
+			return nil
+		}
+		v = v*10 + int(c-'0')
+	}
+	return smallInts[v]
+}
+
+// simpleEscape is the character a backslash and c stand for.
+func simpleEscape(c byte) (byte, bool) {
+	switch c {
+	case '"', '\\', '/':
+		return c, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
@@ -137,7 +221,13 @@ func (p *pyScanner) number(start int) (any, int, error) {
 			i = k
 		}
 	}
-	num, err := parseNumber(string(p.s[start:i]))
+	if p.dry {
+		return nil, i, nil
+	}
+	if n := smallInt(p.s[start:i]); n != nil {
+		return n, i, nil
+	}
+	num, err := parseNumber(p.src[start:i])
 	if err != nil {
 		return nil, 0, &DecodeError{err}
 	}
@@ -158,7 +248,13 @@ func (p *pyScanner) str(begin int) (any, int, error) {
 			}
 			j++
 		}
-		b.Write(p.s[i:j])
+		if j < n && p.s[j] == '"' && i == begin && !p.dry {
+			// No escape: the string is a slice of the document.
+			return p.src[begin:j], j + 1, nil
+		}
+		if !p.dry {
+			b.Write(p.s[i:j])
+		}
 		if j == n {
 			return nil, 0, p.fail("Unterminated string starting at", quote)
 		}
@@ -171,11 +267,13 @@ func (p *pyScanner) str(begin int) (any, int, error) {
 		}
 		esc := p.s[j+1]
 		if esc != 'u' {
-			r, ok := map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}[esc]
+			r, ok := simpleEscape(esc)
 			if !ok {
 				return nil, 0, p.fail("Invalid \\escape", j)
 			}
-			b.WriteByte(r)
+			if !p.dry {
+				b.WriteByte(r)
+			}
 			i = j + 2
 			continue
 		}
@@ -199,7 +297,9 @@ func (p *pyScanner) str(begin int) (any, int, error) {
 			}
 		}
 		// A lone surrogate (Python keeps it) becomes U+FFFD.
-		b.WriteRune(rune(c))
+		if !p.dry {
+			b.WriteRune(rune(c))
+		}
 	}
 }
 
@@ -223,12 +323,18 @@ func hex4(h []byte) (int, bool) {
 
 // object is _parse_object_unicode; i follows the '{'.
 func (p *pyScanner) object(i, depth int) (any, int, error) {
-	obj := newObject()
 	i = p.skipWS(i)
 	if i < len(p.s) && p.s[i] == '}' {
-		return obj, i + 1, nil
+		return emptyObject, i + 1, nil
 	}
-	for {
+	var obj *object
+	at := p.open()
+	if !p.dry {
+		obj = newObject()
+		obj.keys = make([]string, 0, at)
+		obj.vals = make(map[string]any, at)
+	}
+	for members := int32(1); ; members++ {
 		if i >= len(p.s) || p.s[i] != '"' {
 			return nil, 0, p.fail("Expecting property name enclosed in double quotes", i)
 		}
@@ -244,9 +350,12 @@ func (p *pyScanner) object(i, depth int) (any, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		obj.set(k.(string), v)
+		if !p.dry {
+			obj.set(k.(string), v)
+		}
 		i = p.skipWS(next)
 		if i < len(p.s) && p.s[i] == '}' {
+			p.close(at, members)
 			return obj, i + 1, nil
 		}
 		if i >= len(p.s) || p.s[i] != ',' {
@@ -256,21 +365,48 @@ func (p *pyScanner) object(i, depth int) (any, int, error) {
 	}
 }
 
+// open notes a non-empty array or object opening. In the dry pass it
+// returns where its size goes (for close); in the building pass, its size.
+func (p *pyScanner) open() int {
+	if p.dry {
+		p.sizes = append(p.sizes, 0)
+		return len(p.sizes) - 1
+	}
+	n := p.sizes[p.next]
+	p.next++
+	return int(n)
+}
+
+// close notes, in the dry pass, the size of the container open returned
+// at for.
+func (p *pyScanner) close(at int, members int32) {
+	if p.dry {
+		p.sizes[at] = members
+	}
+}
+
 // array is _parse_array_unicode; i follows the '['.
 func (p *pyScanner) array(i, depth int) (any, int, error) {
-	arr := []any{}
 	i = p.skipWS(i)
 	if i < len(p.s) && p.s[i] == ']' {
-		return arr, i + 1, nil
+		return emptyArray, i + 1, nil
 	}
-	for {
+	var arr []any
+	at := p.open()
+	if !p.dry {
+		arr = make([]any, 0, at)
+	}
+	for members := int32(1); ; members++ {
 		v, next, err := p.value(i, depth+1)
 		if err != nil {
 			return nil, 0, err
 		}
-		arr = append(arr, v)
+		if !p.dry {
+			arr = append(arr, v)
+		}
 		i = p.skipWS(next)
 		if i < len(p.s) && p.s[i] == ']' {
+			p.close(at, members)
 			return arr, i + 1, nil
 		}
 		if i >= len(p.s) || p.s[i] != ',' {

@@ -15,13 +15,36 @@ import (
 // pyRepr is Python's repr() of a value of the internal model. With sortKeys,
 // dict keys come out sorted, which is what pprint's own repr does
 // (sort_dicts=True); plain repr() keeps insertion order.
+//
+// A rendering longer than renderLimit bytes is cut there and ends with
+// "...": Python would write it whole, but a message quoting megabytes of
+// a request body serves nobody, and building it would cost the node many
+// times the body (see ValidationError.Error).
 func pyRepr(v any, sortKeys bool) string {
 	var b strings.Builder
-	writeRepr(&b, v, sortKeys)
-	return b.String()
+	writeRepr(&b, v, sortKeys, renderLimit)
+	return cutRendering(b.String(), renderLimit)
 }
 
-func writeRepr(b *strings.Builder, v any, sortKeys bool) {
+// renderLimit bounds one rendered value in a message (pyRepr, pformat).
+const renderLimit = 256 << 10
+
+// cutRendering cuts s to at most limit bytes, on a character boundary,
+// marking the cut with "...".
+func cutRendering(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// writeRepr writes the repr of v, stopping soon after b holds more than
+// limit bytes.
+func writeRepr(b *strings.Builder, v any, sortKeys bool, limit int) {
 	switch t := v.(type) {
 	case nil:
 		b.WriteString("None")
@@ -38,10 +61,13 @@ func writeRepr(b *strings.Builder, v any, sortKeys bool) {
 	case []any:
 		b.WriteByte('[')
 		for i, e := range t {
+			if b.Len() > limit {
+				return
+			}
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, e, sortKeys)
+			writeRepr(b, e, sortKeys, limit)
 		}
 		b.WriteByte(']')
 	case *object:
@@ -51,12 +77,15 @@ func writeRepr(b *strings.Builder, v any, sortKeys bool) {
 		}
 		b.WriteByte('{')
 		for i, k := range keys {
+			if b.Len() > limit {
+				return
+			}
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString(pyStrRepr(k))
 			b.WriteString(": ")
-			writeRepr(b, t.vals[k], sortKeys)
+			writeRepr(b, t.vals[k], sortKeys, limit)
 		}
 		b.WriteByte('}')
 	default:
@@ -68,7 +97,7 @@ func (n *number) repr() string {
 	if n.isFloat {
 		return pyFloatRepr(n.f)
 	}
-	return n.i.String()
+	return n.bigInt().String()
 }
 
 // pyFloatRepr is Python's repr(float): the shortest round-tripping digits,
@@ -178,10 +207,12 @@ func pyIsSpace(r rune) bool {
 
 // pformat is pprint.pformat(v, width=72) (indent=1, sort_dicts=True,
 // compact=False), as used by ValidationError.__str__.
+//
+// Like pyRepr, it stops past renderLimit bytes and ends with "...".
 func pformat(v any) string {
 	p := &prettyPrinter{width: 72}
 	p.format(v, 0, 0, 0)
-	return p.b.String()
+	return cutRendering(p.b.String(), renderLimit)
 }
 
 type prettyPrinter struct {
@@ -191,8 +222,17 @@ type prettyPrinter struct {
 
 // format mirrors PrettyPrinter._format.
 func (p *prettyPrinter) format(v any, indent, allowance, level int) {
-	rep := pyRepr(v, true)
-	if utf8.RuneCountInString(rep) > p.width-indent-allowance {
+	if p.b.Len() > renderLimit {
+		return
+	}
+	// Whether the repr fits in the line needs only its first characters
+	// (at most 4 bytes each): a value that does not fit is not written
+	// whole, so its repr need not be made whole.
+	room := p.width - indent - allowance
+	var head strings.Builder
+	writeRepr(&head, v, true, 4*max(room, 0)+4)
+	rep := head.String()
+	if utf8.RuneCountInString(rep) > room {
 		switch t := v.(type) {
 		case *object:
 			p.pprintDict(t, indent, allowance, level+1)
@@ -217,6 +257,9 @@ func (p *prettyPrinter) pprintDict(o *object, indent, allowance, level int) {
 		delimnl := ",\n" + strings.Repeat(" ", indent)
 		keys := o.sortedKeys()
 		for i, k := range keys {
+			if p.b.Len() > renderLimit {
+				break
+			}
 			last := i == len(keys)-1
 			rep := pyStrRepr(k)
 			p.b.WriteString(rep)
@@ -241,6 +284,9 @@ func (p *prettyPrinter) pprintList(l []any, indent, allowance, level int) {
 	indent++
 	delimnl := ",\n" + strings.Repeat(" ", indent)
 	for i, e := range l {
+		if p.b.Len() > renderLimit {
+			break
+		}
 		last := i == len(l)-1
 		if i > 0 {
 			p.b.WriteString(delimnl)

@@ -534,7 +534,7 @@ func isMultipleOf(inst, dB *number) bool {
 		return !math.IsNaN(q) && q == math.Trunc(q)
 	}
 	if !inst.isFloat {
-		return new(big.Int).Rem(inst.i, dB.i).Sign() == 0
+		return new(big.Int).Rem(inst.bigInt(), dB.bigInt()).Sign() == 0
 	}
 	return math.Mod(inst.f, dB.float64()) == 0
 }

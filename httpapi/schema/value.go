@@ -32,9 +32,14 @@ type object struct {
 	vals map[string]any
 }
 
-func newObject() *object { return &object{vals: map[string]any{}} }
+// newObject is an empty object; its map is made by the first set, so that
+// a body of many empty objects costs little more than its bytes.
+func newObject() *object { return &object{} }
 
 func (o *object) set(k string, v any) {
+	if o.vals == nil {
+		o.vals = map[string]any{}
+	}
 	if _, ok := o.vals[k]; !ok {
 		o.keys = append(o.keys, k)
 	}
@@ -60,10 +65,16 @@ func (o *object) sortedKeys() []string {
 // number is a JSON number: a Python int when the literal has neither a
 // fraction nor an exponent (json.loads rule), a Python float otherwise.
 type number struct {
-	lit     string   // literal as written (returned to callers as json.Number)
-	isFloat bool     // Python float rather than int
-	i       *big.Int // when !isFloat
-	f       float64  // when isFloat; may be ±Inf ("1e400" is inf in Python)
+	lit     string  // literal as written (returned to callers as json.Number)
+	isFloat bool    // Python float rather than int
+	f       float64 // when isFloat; may be ±Inf ("1e400" is inf in Python)
+}
+
+// bigInt is an integer's value. A number keeps only its literal (a body
+// of many numbers then costs less), read when a keyword compares it.
+func (n *number) bigInt() *big.Int {
+	i, _ := new(big.Int).SetString(n.lit, 10)
+	return i
 }
 
 func parseNumber(lit string) (*number, error) {
@@ -74,14 +85,13 @@ func parseNumber(lit string) (*number, error) {
 		}
 		return &number{lit: lit, isFloat: true, f: f}, nil
 	}
-	i, ok := new(big.Int).SetString(lit, 10)
-	if !ok {
+	if _, ok := new(big.Int).SetString(lit, 10); !ok {
 		return nil, fmt.Errorf("invalid number literal %q", lit)
 	}
-	return &number{lit: lit, i: i}, nil
+	return &number{lit: lit}, nil
 }
 
-func intNumber(i *big.Int) *number { return &number{lit: i.String(), i: i} }
+func intNumber(i *big.Int) *number { return &number{lit: i.String()} }
 
 func floatNumber(f float64) *number {
 	return &number{lit: strconv.FormatFloat(f, 'g', -1, 64), isFloat: true, f: f}
@@ -113,7 +123,7 @@ func cmpNumbers(a, b *number) (c int, ok bool) {
 		return 0, true
 	}
 	if !a.isFloat && !b.isFloat {
-		return a.i.Cmp(b.i), true
+		return a.bigInt().Cmp(b.bigInt()), true
 	}
 	return a.rat().Cmp(b.rat()), true
 }
@@ -132,14 +142,14 @@ func (n *number) rat() *big.Rat {
 	if n.isFloat {
 		return new(big.Rat).SetFloat64(n.f) // exact; callers exclude ±Inf and NaN
 	}
-	return new(big.Rat).SetInt(n.i)
+	return new(big.Rat).SetInt(n.bigInt())
 }
 
 func (n *number) float64() float64 {
 	if n.isFloat {
 		return n.f
 	}
-	f, _ := new(big.Float).SetInt(n.i).Float64()
+	f, _ := new(big.Float).SetInt(n.bigInt()).Float64()
 	return f
 }
 

@@ -45,6 +45,7 @@ type config struct {
 	requests   int
 	failovers  int
 	idle       time.Duration
+	load       float64 // requests per second while idling (0: idle)
 	serveFlags []string
 	timeout    time.Duration
 	dir        string
@@ -99,6 +100,7 @@ func main() {
 	flag.IntVar(&c.requests, "requests", 100, "requests per latency figure (sequential; the median is printed)")
 	flag.IntVar(&c.failovers, "failovers", 3, "leader kills per row (the median and the worst are printed)")
 	flag.DurationVar(&c.idle, "idle", time.Minute, "how long each row idles while elections are counted (0: skip)")
+	flag.Float64Var(&c.load, "load", 0, "light load while elections are counted: this many requests per second (a write through the leader, then reads on each node in turn), 0: idle")
 	serveFlags := flag.String("serve-flags", "", "extra flags for every `placementd serve`, e.g. the timing profile: --raft-timing-multiplier 0.5")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	flag.StringVar(&c.dir, "dir", "", "where binaries, data dirs and node logs go (default: a temporary dir, removed at the end)")
@@ -134,7 +136,7 @@ func fail(err error) {
 }
 
 func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 }
 
 // bench is one run: the lab, the nodes, the client.
@@ -376,6 +378,7 @@ func (b *bench) row(ctx context.Context, spec rttSpec) (r row) {
 // provider), any other path a GET.
 func (b *bench) median(ctx context.Context, addr, path string, hdr http.Header) (time.Duration, error) {
 	var ds []time.Duration
+	retries := 0
 	for i := -3; i < b.cfg.requests; i++ {
 		method, p, body, want := http.MethodGet, path, any(nil), http.StatusOK
 		if path == "w" {
@@ -384,6 +387,14 @@ func (b *bench) median(ctx context.Context, addr, path string, hdr http.Header) 
 		}
 		start := time.Now()
 		code, err := b.do(ctx, b.client, addr, method, p, body, hdr)
+		if err == nil && code == http.StatusServiceUnavailable && retries < 5 {
+			// A leader change under way (on a loaded machine a leader can
+			// miss its lease): retried as a client would, not timed.
+			retries++
+			logf("  %s %s on %s: 503, retried (%d so far)", method, p, addr, retries)
+			i--
+			continue
+		}
 		if err != nil || code != want {
 			return 0, fmt.Errorf("%s %s on %s: %d %v", method, p, addr, code, err)
 		}
@@ -402,13 +413,60 @@ func (b *bench) idleElections(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	done := make(chan struct{})
+	stopLoad := make(chan struct{})
+	go func() { defer close(done); b.lightLoad(ctx, stopLoad) }()
 	select {
 	case <-ctx.Done():
-		return 0, ctx.Err()
 	case <-time.After(b.cfg.idle):
+	}
+	close(stopLoad)
+	<-done
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
 	}
 	after, err := b.maxTerm(ctx)
 	return int(after - before), err
+}
+
+// lightLoad sends cfg.load requests per second until stop: every fourth a
+// write through the first node, the others reads of the provider on each
+// node in turn (linearizable: a follower's goes through a read index).
+// Failures are counted and logged at the end, not fatal: the figure is
+// the elections.
+func (b *bench) lightLoad(ctx context.Context, stop <-chan struct{}) {
+	if b.cfg.load <= 0 {
+		return
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / b.cfg.load))
+	defer tick.Stop()
+	var sent, failed int
+	var worst time.Duration
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			logf("  light load: %d requests (%.1f/s), %d failed, slowest %v", sent, b.cfg.load, failed, worst)
+			return
+		case <-tick.C:
+		}
+		n := b.nodes[i%len(b.nodes)]
+		method, path, body := http.MethodGet, "/resource_providers/"+b.rpUUID, any(nil)
+		if i%4 == 0 {
+			u := uuid.NewString()
+			method, path, body = http.MethodPost, "/resource_providers", map[string]string{"uuid": u, "name": "wan-" + u}
+		}
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		start := time.Now()
+		code, err := b.do(rctx, b.client, n.HTTPAddr, method, path, body, nil)
+		cancel()
+		sent++
+		worst = max(worst, time.Since(start))
+		if err != nil || code != http.StatusOK {
+			failed++
+		}
+	}
 }
 
 func (b *bench) maxTerm(ctx context.Context) (uint64, error) {
@@ -581,6 +639,9 @@ func ms(d time.Duration) string {
 func printTable(w io.Writer, cfg config, rows []row) {
 	fmt.Fprintf(w, "\n%d voters, %d requests per figure (p50, ms), %d failovers per row (median / worst), elections counted over %s idle",
 		cfg.nodes, cfg.requests, cfg.failovers, cfg.idle)
+	if cfg.load > 0 {
+		fmt.Fprintf(w, " under light load (%.1f requests/s)", cfg.load)
+	}
 	if cfg.regions != nil {
 		fmt.Fprintf(w, "; regions %s (%s apart within one), leader kept in %s", strings.Join(cfg.regions, ","), cfg.regionRTT, cfg.regions[0])
 	}

@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Followers keep Raft connections open to each other.
+//
+// raft's transport dials a peer the first time it sends it an RPC and then
+// keeps the connection in its pool. A leader's followers never send each
+// other anything until an election, so a candidate's first message to a
+// peer (its pre-vote request) pays the TCP handshake first, and the TLS
+// handshake with mutual TLS: one or two extra round trips in every
+// election, 150-300 ms at 150 ms RTT. A follower therefore sends every
+// other voter but the leader an RPC that changes nothing, every second and
+// as soon as a new leader is known, which leaves an open connection in
+// the pool for the next election (and replaces one a restarted peer left
+// dead: the RPC fails on it, raft drops it, and the RPC is sent again on
+// a new one).
+//
+// The RPC is a vote request of term 0 marked as a leadership transfer:
+// raft refuses it at once, without a log line or any change, because
+// every member's term is at least 1 (a request of an older term is
+// refused, and the transfer mark only skips the "I have a leader" refusal,
+// which logs a warning). A node still at term 0 (new, not yet reached by
+// the leader) records a vote for term 0, in which nobody is ever elected.
+// It goes through the transport below the ack tracker.
+
+// peerProbeEvery is how often a follower refreshes its connections to the
+// other voters.
+const peerProbeEvery = time.Second
+
+func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
+	defer n.done.Done()
+	tick := time.NewTicker(peerProbeEvery)
+	defer tick.Stop()
+	var running sync.WaitGroup
+	defer running.Wait()
+	busy := map[raft.ServerID]bool{} // a probe still under way (a cut-off peer holds it for the transport's timeout)
+	var mu sync.Mutex
+	local := trans.EncodePeer(raft.ServerID(n.cfg.NodeID), trans.LocalAddr())
+	for {
+		changed := n.leaderChanges()
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		case <-changed:
+		}
+		if n.Raft.State() != raft.Follower {
+			continue
+		}
+		fut := n.Raft.GetConfiguration()
+		if fut.Error() != nil {
+			continue
+		}
+		_, leader := n.Raft.LeaderWithID()
+		if !isVoter(fut.Configuration(), raft.ServerID(n.cfg.NodeID)) {
+			continue // removed, or a non-voter: it never campaigns
+		}
+		for _, s := range fut.Configuration().Servers {
+			if s.Suffrage != raft.Voter || s.ID == leader || s.ID == raft.ServerID(n.cfg.NodeID) {
+				continue
+			}
+			mu.Lock()
+			if busy[s.ID] {
+				mu.Unlock()
+				continue
+			}
+			busy[s.ID] = true
+			mu.Unlock()
+			running.Add(1)
+			go func(s raft.Server) {
+				defer running.Done()
+				req := raft.RequestVoteRequest{
+					RPCHeader:          raft.RPCHeader{ProtocolVersion: n.protocolVersion, ID: []byte(n.cfg.NodeID), Addr: local},
+					Term:               0,
+					LeadershipTransfer: true,
+				}
+				var resp raft.RequestVoteResponse
+				if trans.RequestVote(s.ID, s.Address, &req, &resp) != nil {
+					// Most likely a pooled connection the peer's restart
+					// left dead: raft dropped it, and this dials afresh.
+					trans.RequestVote(s.ID, s.Address, &req, &resp)
+				}
+				mu.Lock()
+				busy[s.ID] = false
+				mu.Unlock()
+			}(s)
+		}
+	}
+}
+
+func isVoter(conf raft.Configuration, id raft.ServerID) bool {
+	for _, s := range conf.Servers {
+		if s.ID == id {
+			return s.Suffrage == raft.Voter
+		}
+	}
+	return false
+}

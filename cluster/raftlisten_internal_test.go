@@ -1,0 +1,280 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+var quietLog = hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard})
+
+// Every version and every node must derive the same CA from a secret, or
+// nodes of different versions would not recognise each other: the CA
+// certificate of a known secret is pinned.
+func TestRaftCAFromSecretIsFixed(t *testing.T) {
+	ca, _, err := raftCAFromSecret("test-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(ca.Raw)
+	const want = "ed9d3bb1e2f8495d192e5acb175057352795e2960e1acc27d7b2e02c9e8f590f"
+	if got := hex.EncodeToString(sum[:]); got != want {
+		t.Fatalf("the CA derived from the secret changed: sha256 %s, want %s", got, want)
+	}
+	other, _, err := raftCAFromSecret("another secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Equal(ca) || string(other.RawSubjectPublicKeyInfo) == string(ca.RawSubjectPublicKeyInfo) {
+		t.Fatal("two secrets derived the same CA")
+	}
+}
+
+// listenRaft starts a raftListener on loopback with the server side of
+// the TLS derived from secret.
+func listenRaft(t *testing.T, secret string, limits raftConnLimits) *raftListener {
+	t.Helper()
+	cfg, err := RaftTLSFromSecret(secret, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, _, err := raftTLSConfigs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newRaftListener(ln, server, limits, quietLog)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// dialRaft connects to l as a member with secret would: TLS with a
+// certificate derived from it, handshake done.
+func dialRaft(t *testing.T, l *raftListener, secret string) (*tls.Conn, error) {
+	t.Helper()
+	cfg, err := RaftTLSFromSecret(secret, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, client, err := raftTLSConfigs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", l.Addr().String(), client)
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, err
+}
+
+// closedByServer reports whether the server closed c, reading with a
+// deadline far beyond the server's own: a timeout here means c is open.
+func closedByServer(c net.Conn, within time.Duration) (bool, error) {
+	c.SetReadDeadline(time.Now().Add(within))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false, err
+	}
+	return err != nil, err
+}
+
+// acceptAll runs Accept as raft does and hands over what it returns.
+func acceptAll(l *raftListener) chan net.Conn {
+	out := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(out)
+				return
+			}
+			out <- c
+		}
+	}()
+	return out
+}
+
+// A connection that never completes the TLS handshake, one that completes
+// it and then sends nothing, and one whose certificate comes from another
+// secret are all closed by the listener and never reach raft (which would
+// give each a 256 KiB buffer and no deadline). The deadlines here are
+// short so that the test does not wait for the real ones; the clients
+// wait far longer, so a timeout on their side means the server held on.
+func TestRaftListenerClosesUnauthenticated(t *testing.T) {
+	l := listenRaft(t, "the secret", raftConnLimits{Handshake: 300 * time.Millisecond, FirstMessage: 300 * time.Millisecond, MaxPending: 8, MaxOpen: 8})
+	accepted := acceptAll(l)
+
+	raw, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if closed, err := closedByServer(raw, 20*time.Second); !closed {
+		t.Errorf("no handshake: still open after 20s (%v)", err)
+	}
+
+	silent, err := dialRaft(t, l, "the secret")
+	if err != nil {
+		t.Fatalf("a member's handshake failed: %v", err)
+	}
+	if closed, err := closedByServer(silent, 20*time.Second); !closed {
+		t.Errorf("handshake and no message: still open after 20s (%v)", err)
+	}
+
+	// A client of another secret that would accept any server: the
+	// server refuses its certificate. In TLS 1.3 the client's handshake
+	// finishes before the server has checked it: the refusal arrives as
+	// an alert on the first read.
+	otherCfg, err := RaftTLSFromSecret("another secret", "stranger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := tls.Dial("tcp", l.Addr().String(), &tls.Config{
+		InsecureSkipVerify: true,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &otherCfg.Certificates[0], nil
+		},
+	})
+	if err == nil {
+		defer stranger.Close()
+		stranger.Write([]byte{0})
+		stranger.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err = stranger.Read(make([]byte, 1))
+	}
+	if err == nil || !strings.Contains(err.Error(), "remote error: tls") {
+		t.Errorf("a certificate of another secret: %v, want the server's TLS alert", err)
+	}
+
+	// A member that speaks is admitted, its first byte kept.
+	member, err := dialRaft(t, l, "the secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := member.ConnectionState().Version; v != tls.VersionTLS13 {
+		t.Errorf("TLS version %x, want 1.3", v)
+	}
+	member.Write([]byte("raft"))
+	c := <-accepted
+	defer c.Close()
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "raft" {
+		t.Fatalf("admitted connection read %q, %v", got, err)
+	}
+	select {
+	case extra := <-accepted:
+		t.Fatalf("the listener handed raft an unauthenticated connection from %s", extra.RemoteAddr())
+	default:
+	}
+}
+
+// Past MaxPending connections in handshake, and past MaxOpen connections
+// held by raft, new connections are closed at once; a slot frees when a
+// connection ends.
+func TestRaftListenerCaps(t *testing.T) {
+	l := listenRaft(t, "the secret", raftConnLimits{Handshake: time.Minute, FirstMessage: time.Minute, MaxPending: 2, MaxOpen: 1})
+	accepted := acceptAll(l)
+
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	// The listener takes connections in order: the third finds both
+	// handshake places taken.
+	third, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if closed, err := closedByServer(third, 20*time.Second); !closed {
+		t.Errorf("a third connection in handshake was kept (%v)", err)
+	}
+	for i, c := range idle {
+		if closed, err := closedByServer(c, 200*time.Millisecond); closed {
+			t.Errorf("idle connection %d was closed before its handshake deadline: %v", i, err)
+		}
+		c.Close()
+	}
+
+	// MaxOpen: one member connection held by raft, the next refused.
+	first := admitMember(t, l, accepted)
+	second, err := dialRaft(t, l, "the secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.Write([]byte{0})
+	if closed, err := closedByServer(second, 20*time.Second); !closed {
+		t.Errorf("a connection past MaxOpen was kept (%v)", err)
+	}
+	first.Close()
+	admitMember(t, l, accepted).Close()
+}
+
+// admitMember dials l as a member, sends a byte and returns the
+// connection as raft received it.
+func admitMember(t *testing.T, l *raftListener, accepted chan net.Conn) net.Conn {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		// The place of a connection just closed frees when the listener
+		// sees it closed: retry until then.
+		c, err := dialRaft(t, l, "the secret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte{0})
+		select {
+		case got := <-accepted:
+			return got
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no member connection admitted")
+		}
+		c.Close()
+	}
+}
+
+// Closing the listener (raft's transport shutting down) closes the
+// connections still in handshake, rather than leaving them to their
+// deadlines.
+func TestRaftListenerCloseEndsPending(t *testing.T) {
+	l := listenRaft(t, "the secret", raftConnLimits{Handshake: time.Minute, FirstMessage: time.Minute, MaxPending: 4, MaxOpen: 4})
+	raw, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	// Wait until the listener holds it in handshake.
+	waitUntil(t, func() bool { return len(l.pending) == 1 })
+	l.Close()
+	if closed, err := closedByServer(raw, 20*time.Second); !closed {
+		t.Errorf("a connection in handshake outlived the listener (%v)", err)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/placementd/placementd/cluster/proctest"
+)
+
+// serve refuses an unauthenticated Raft port where others can reach it,
+// before it writes anything to the data dir.
+func TestServeRefusesUnauthenticatedRaft(t *testing.T) {
+	pems := t.TempDir()
+	ca, cert, key := writePEM(t, pems, "a-")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"wildcard Raft address without secret", []string{"--raft-addr", "0.0.0.0:0"}, "not a loopback address and Raft has no authentication"},
+		{"non-loopback IP without secret", []string{"--raft-addr", "10.255.255.1:0"}, "not a loopback address"},
+		{"host name without secret", []string{"--raft-addr", "placementd-1:8779"}, "not a loopback address"},
+		{"insecure flag with certificate files", []string{"--raft-insecure-plaintext",
+			"--raft-tls-cert-file", cert, "--raft-tls-key-file", key, "--raft-tls-ca-file", ca}, "contradicts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			err := serve(append([]string{"--http-addr", "127.0.0.1:0", "--data-dir", dir}, tc.args...))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("serve %v: %v, want %q", tc.args, err, tc.want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the data dir was created (%v)", err)
+			}
+		})
+	}
+}
+
+// A node whose Raft state shows a cluster of two, restarted without its
+// secret (so without Raft authentication), refuses to run.
+func TestServeRefusesUnauthenticatedMember(t *testing.T) {
+	dir := t.TempDir()
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), MsgpackUseNewTimeFormat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := raft.NewFileSnapshotStore(dir, 1, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("n1")
+	rc := raft.DefaultConfig()
+	rc.LocalID = "n1"
+	two := raft.Configuration{Servers: []raft.Server{
+		{ID: "n1", Address: "127.0.0.1:1", Suffrage: raft.Voter},
+		{ID: "n2", Address: "127.0.0.1:2", Suffrage: raft.Voter},
+	}}
+	if err := raft.BootstrapCluster(rc, bolt, bolt, snaps, trans, two); err != nil {
+		t.Fatal(err)
+	}
+	bolt.Close()
+	err = serve([]string{"--log-level", "error", "--node-id", "n1", "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--data-dir", dir})
+	if err == nil || !strings.Contains(err.Error(), "member of a 2-node cluster with an unauthenticated Raft port") {
+		t.Fatalf("serve: %v", err)
+	}
+}
+
+// --raft-insecure-plaintext lets a single node bind Raft to every
+// interface, and says so loudly in its log; a node with no secret on
+// loopback (what `placementd serve` does with no flags) starts as before.
+func TestRaftInsecurePlaintextEscape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs placementd processes")
+	}
+	dir := t.TempDir()
+	bin, err := proctest.Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		insecure bool
+	}{{"loopback, no flags", false}, {"wildcard with the flag", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			httpAddr, err1 := proctest.FreeAddr("127.0.0.1")
+			raftAddr, err2 := proctest.FreeAddr("127.0.0.1")
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			n := &proctest.Node{ID: "n1", Bin: bin, HTTPAddr: httpAddr, RaftAddr: raftAddr,
+				DataDir: filepath.Join(t.TempDir(), "data"), LogPath: filepath.Join(t.TempDir(), "log")}
+			if tc.insecure {
+				_, port, _ := strings.Cut(raftAddr, ":")
+				n.RaftAddr, n.RaftAdvertise = "0.0.0.0:"+port, raftAddr
+				n.Args = []string{"--raft-insecure-plaintext"}
+			}
+			if err := n.Start(nil); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { n.Stop(20 * time.Second) })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := waitServing(ctx, httpAddr); err != nil {
+				t.Fatalf("%v\n%s", err, n.LogTail(3000))
+			}
+			warned := strings.Contains(n.LogTail(1<<20), "RAFT IS UNAUTHENTICATED")
+			if warned != tc.insecure {
+				t.Errorf("warning in the log: %v, want %v\n%s", warned, tc.insecure, n.LogTail(3000))
+			}
+		})
+	}
+}
+
+// waitServing waits until the node at addr answers /readyz with 200: it
+// has a leader and serves the API.
+func waitServing(ctx context.Context, addr string) error {
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %v", addr, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// abortCounter is an Observer counting RequestAborted by reason.
+type abortCounter struct {
+	mu      sync.Mutex
+	reasons map[string]int
+}
+
+func (c *abortCounter) RequestStarted()                                {}
+func (c *abortCounter) RequestDone(string, string, int, time.Duration) {}
+func (c *abortCounter) CandidatesSearched(time.Duration, int, int64)   {}
+func (c *abortCounter) RequestAborted(route, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reasons[reason]++
+}
+
+func (c *abortCounter) count(reason string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reasons[reason]
+}
+
+// TestAdmissionBusy holds every admission slot with requests stopped in
+// a hook once admitted: the next request of the kind is answered 503
+// placement.server.busy with Retry-After, and counted; once the held ones
+// go on, requests are admitted again.
+func TestAdmissionBusy(t *testing.T) {
+	obs := &abortCounter{reasons: map[string]int{}}
+	entered := make(chan string, 4)
+	hold := make(chan struct{})
+	api := newTestAPIWith(t, Config{
+		// One search at a time, and one small body's worth of decoding.
+		MaxCandidateSearches: 1, MaxBodyDecodeBytes: MinBodyWeight,
+		AdmissionWait: time.Millisecond, Observer: obs,
+	}, func(s *Server) {
+		s.onAdmitted = func(kind string) {
+			entered <- kind
+			<-hold
+		}
+	})
+	send := func(method, path string, body []byte) (*http.Response, []byte) {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, api.URL+path, rd)
+		req.Header.Set("X-Auth-Token", "admin")
+		req.Header.Set("OpenStack-API-Version", "placement 1.39")
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return nil, nil
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp, raw
+	}
+	checkBusy := func(what string, resp *http.Response, raw []byte) {
+		t.Helper()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+			t.Fatalf("%s while the slots are held: %d, Retry-After %q, %s", what, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+		}
+		var e errorBody
+		if err := json.Unmarshal(raw, &e); err != nil || len(e.Errors) != 1 || e.Errors[0].Code != CodeServerBusy ||
+			e.Errors[0].RequestID == "" || !strings.Contains(e.Errors[0].Detail, "busy") {
+			t.Fatalf("%s: not a placement.server.busy error: %s", what, raw)
+		}
+	}
+	cases := []struct {
+		kind, method, path string
+		body               []byte
+		ok                 int
+	}{
+		{AdmitSearch, http.MethodGet, "/allocation_candidates?resources=VCPU:1", nil, http.StatusOK},
+		{AdmitBody, http.MethodPost, "/resource_classes", []byte(`{"name": "CUSTOM_HELD"}`), http.StatusCreated},
+	}
+	for _, c := range cases {
+		hold = make(chan struct{})
+		held := make(chan int)
+		go func() {
+			resp, _ := send(c.method, c.path, c.body)
+			if resp == nil {
+				held <- 0
+				return
+			}
+			held <- resp.StatusCode
+		}()
+		if kind := <-entered; kind != c.kind {
+			t.Fatalf("admitted a %s, want a %s", kind, c.kind)
+		}
+		before := obs.count(AbortBusy)
+		resp, raw := send(c.method, c.path, bytes.ReplaceAll(c.body, []byte("HELD"), []byte("OTHER")))
+		checkBusy(c.kind, resp, raw)
+		if n := obs.count(AbortBusy); n != before+1 {
+			t.Errorf("%s: busy refusals counted %d, want %d", c.kind, n, before+1)
+		}
+		close(hold)
+		if status := <-held; status != c.ok {
+			t.Fatalf("the held %s request: %d, want %d", c.kind, status, c.ok)
+		}
+		// The slot was given back: the next one is admitted.
+		go func() { <-entered }()
+		if resp, raw := send(c.method, c.path, bytes.ReplaceAll(c.body, []byte("HELD"), []byte("AFTER"))); resp.StatusCode != c.ok {
+			t.Fatalf("%s after the slot was given back: %d %s", c.kind, resp.StatusCode, raw)
+		}
+	}
+}
+
+// TestHugeMalformedBodyCost: a large malformed body is refused for the
+// price of holding it, not of building its values first (allocations are
+// counted, not timed: the test process is the server and the client).
+func TestHugeMalformedBodyCost(t *testing.T) {
+	api := newTestAPI(t, Config{})
+	// 8 MiB of "1," never closed: Python's "Expecting ',' delimiter" at
+	// the end; building the 4 million numbers cost a gigabyte before.
+	body := append([]byte(`{"name": [`), bytes.Repeat([]byte("1,"), 4<<20)...)
+	body = body[:len(body)-1]
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	req, _ := http.NewRequest(http.MethodPost, api.URL+"/resource_classes", bytes.NewReader(body))
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	runtime.ReadMemStats(&after)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), "Malformed JSON: Expecting ',' delimiter") {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	// Everything allocated meanwhile, the client's side included: the
+	// body (client, server), the answer, and small change.
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a %d-byte malformed body: %d bytes allocated (%.1f×)", len(body), alloc, float64(alloc)/float64(len(body)))
+	if alloc > 4*uint64(len(body)) {
+		t.Errorf("a %d-byte malformed body allocated %d bytes (%.1f×)", len(body), alloc, float64(alloc)/float64(len(body)))
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package httpguard
+
+func fdLimit() int { return 0 }

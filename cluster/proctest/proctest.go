@@ -1,12 +1,3 @@
-// Package proctest runs placementd nodes as separate processes for tests:
-// building the binary, starting a node with its flags, killing, stopping,
-// pausing and resuming it, wiping its data dir, and waiting for a cluster
-// of them to be healthy and converged. It is a plain package (not a
-// _test.go file) so that tests of several packages can share it: the
-// cluster's integration tests and the fault-injection harness
-// (cluster/faults). It is the multi-process half of the test harness
-// (internal/testcluster is the in-process half, and its Poll is how the
-// waits here poll).
 package proctest
 
 import (

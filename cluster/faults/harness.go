@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"github.com/placementd/placementd/internal/testcluster"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -244,15 +245,15 @@ func (c *testCluster) recovered(ctx context.Context) error {
 		return err
 	}
 	for _, n := range c.nodes {
-		for {
+		err := testcluster.Poll(wctx, func() error {
 			s, err := n.Client().Self(wctx)
-			if err == nil && s.AppliedIndex >= self.CommitIndex {
-				break
+			if err != nil {
+				return err
 			}
-			if wctx.Err() != nil {
-				return fmt.Errorf("%s did not catch up to index %d: %v %+v", n.ID, self.CommitIndex, err, s)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return testcluster.Check(s.AppliedIndex >= self.CommitIndex, "applied %d", s.AppliedIndex)
+		})
+		if err != nil {
+			return fmt.Errorf("%s did not catch up to index %d: %v", n.ID, self.CommitIndex, err)
 		}
 	}
 	return nil

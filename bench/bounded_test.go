@@ -22,12 +22,10 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"fmt"
+	"github.com/placementd/placementd/internal/testcluster"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
@@ -44,28 +42,19 @@ import (
 	"github.com/placementd/placementd/httpapi"
 )
 
+// benchNode is the single node of the benchmarks: Raft's default timeouts
+// (what operators run), so that figures stay comparable across changes.
+func benchNode() cluster.Config {
+	return cluster.Config{NodeID: "bench", Tune: func(*raft.Config) {}, Logger: hclog.NewNullLogger()}
+}
+
 // serve runs a single-node cluster over f with the API on a loopback
 // HTTP server, until the benchmark ends.
 func serve(b *testing.B, f *fsm.FSM, cfg httpapi.Config) string {
 	b.Helper()
-	_, trans := raft.NewInmemTransport("")
-	node, err := cluster.Open(cluster.Config{NodeID: "bench", InMemory: true, Transport: trans, Bootstrap: true,
-		Logger: hclog.NewNullLogger()}, f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := node.WaitLeader(ctx); err != nil {
-		b.Fatal(err)
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(httpapi.New(node, cfg))
-	b.Cleanup(func() {
-		srv.Close()
-		node.Shutdown()
-	})
-	return srv.URL
+	node := testcluster.OpenNode(b, benchNode(), f)
+	cfg.Logger = testcluster.Quiet
+	return testcluster.Serve(b, httpapi.New(node, cfg)).URL
 }
 
 // call sends one request as admin and returns its status.

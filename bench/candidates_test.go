@@ -10,18 +10,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/placementd/placementd/internal/testcluster"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"sort"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
-	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/candidates"
 	"github.com/placementd/placementd/fsm/state"
@@ -287,19 +283,8 @@ func BenchmarkCandidatesNUMA10k(b *testing.B) {
 // barrier, the search and the JSON answer.
 func BenchmarkCandidatesHTTP10k(b *testing.B) {
 	f := fleet(b, fleetSpec{nodes: 10000})
-	_, trans := raft.NewInmemTransport("")
-	node, err := cluster.Open(cluster.Config{NodeID: "bench", InMemory: true, Transport: trans, Bootstrap: true}, f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer node.Shutdown()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := node.WaitLeader(ctx); err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(httpapi.New(node, httpapi.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	defer srv.Close()
+	node := testcluster.OpenNode(b, benchNode(), f)
+	srv := testcluster.Serve(b, httpapi.New(node, httpapi.Config{Logger: testcluster.Quiet}))
 	for _, q := range append(benchQueries[:3:3], struct{ name, query string }{"limit1000", benchQueries[3].query}) {
 		b.Run(q.name, func(b *testing.B) {
 			get := func() {

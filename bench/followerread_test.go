@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/placementd/placementd/internal/testcluster"
 	"io"
 	"log/slog"
 	"net"
@@ -179,12 +180,10 @@ func newWANCluster(b *testing.B, oneWay time.Duration) *wanCluster {
 		}
 	}
 	for _, n := range nodes[1:] {
-		for ctx.Err() == nil {
-			if id, addr := n.Leader(); id == nodes[0].ID() && addr != "" {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testcluster.WaitFor(b, 30*time.Second, n.ID()+" follows "+nodes[0].ID(), func() error {
+			id, addr := n.Leader()
+			return testcluster.Check(id == nodes[0].ID() && addr != "", "leader %q at %q", id, addr)
+		})
 	}
 	// 200 providers, created 20 at a time.
 	ids := make(chan string, 200)

@@ -19,7 +19,8 @@ import (
 
 // delayTransport is an in-memory transport whose RPCs take a round trip
 // of 2×oneWay (added before the request and before the reply), standing in
-// for links between regions.
+// for links between regions. About time: the sleeps are the simulated
+// latency.
 type delayTransport struct {
 	*raft.InmemTransport
 	oneWay time.Duration

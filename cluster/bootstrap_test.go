@@ -16,14 +16,14 @@ import (
 // starting a cluster of its own.
 func TestBootstrapExpected(t *testing.T) {
 	c := newTestCluster(t)
-	nodes := []*testNode{c.start("n1", false, nil), c.start("n2", false, nil), c.start("n3", false, nil)}
-	addrs := []string{nodes[0].addr, nodes[1].addr, nodes[2].addr}
+	nodes := []*testNode{c.Start("n1", false, nil), c.Start("n2", false, nil), c.Start("n3", false, nil)}
+	addrs := []string{nodes[0].Addr, nodes[1].Addr, nodes[2].Addr}
 
 	// Until every listed node answers, nobody bootstraps.
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	err := nodes[0].node.BootstrapExpected(ctx, append(addrs, "127.0.0.1:1"), secret)
+	err := nodes[0].Node.BootstrapExpected(ctx, append(addrs, "127.0.0.1:1"), secret)
 	cancel()
-	if err == nil || nodes[0].node.HasState() {
+	if err == nil || nodes[0].Node.HasState() {
 		t.Fatalf("bootstrapped without hearing from every listed node: %v", err)
 	}
 
@@ -35,21 +35,21 @@ func TestBootstrapExpected(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = n.node.BootstrapExpected(ctx, addrs, secret); errs[i] == nil {
+			if errs[i] = n.Node.BootstrapExpected(ctx, addrs, secret); errs[i] == nil {
 				// Then announce the API address, as serve does.
-				errs[i] = n.node.JoinCluster(ctx, addrs, secret, false)
+				errs[i] = n.Node.JoinCluster(ctx, addrs, secret, false)
 			}
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("%s: %v", nodes[i].id, err)
+			t.Fatalf("%s: %v", nodes[i].ID, err)
 		}
 	}
-	c.leader()
-	c.converged()
-	members, err := nodes[2].node.Members()
+	c.Leader()
+	c.Converged()
+	members, err := nodes[2].Node.Members()
 	if err != nil || len(members) != 3 {
 		t.Fatalf("members %+v, %v", members, err)
 	}
@@ -64,20 +64,20 @@ func TestBootstrapExpected(t *testing.T) {
 
 	// A fresh node listed with them (one that lost its data dir, or a
 	// list that names it) finds a cluster and does not start another.
-	n4 := c.start("n4", false, nil)
-	if err := n4.node.BootstrapExpected(ctx, []string{n4.addr, nodes[0].addr, nodes[1].addr}, secret); err != nil {
+	n4 := c.Start("n4", false, nil)
+	if err := n4.Node.BootstrapExpected(ctx, []string{n4.Addr, nodes[0].Addr, nodes[1].Addr}, secret); err != nil {
 		t.Fatal(err)
 	}
-	if n4.node.HasState() {
+	if n4.Node.HasState() {
 		t.Fatal("a fresh node bootstrapped beside an existing cluster")
 	}
-	c.join(n4, nodes[0], false)
-	c.converged()
+	c.Join(n4, nodes[0], false)
+	c.Converged()
 
 	// Its own address must be listed: a node that is not among the
 	// voters to form joins, it does not bootstrap.
-	n5 := c.start("n5", false, nil)
-	if err := n5.node.BootstrapExpected(ctx, addrs, secret); err == nil {
+	n5 := c.Start("n5", false, nil)
+	if err := n5.Node.BootstrapExpected(ctx, addrs, secret); err == nil {
 		t.Fatal("bootstrapped a node that the list does not name")
 	}
 }
@@ -87,20 +87,20 @@ func TestBootstrapExpected(t *testing.T) {
 // every voter up it leaves.
 func TestLeaveKeepsQuorum(t *testing.T) {
 	c, nodes := threeNodes(t, nil)
-	c.converged()
-	leader := c.leader()
-	c.stop(nodes[2])
+	c.Converged()
+	leader := c.Leader()
+	c.Stop(nodes[2])
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, n := range nodes[:2] {
-		if err := n.node.Leave(ctx, secret); !errors.Is(err, cluster.ErrLeaveLosesQuorum) {
-			t.Fatalf("%s left with a voter down: %v", n.id, err)
+		if err := n.Node.Leave(ctx, secret); !errors.Is(err, cluster.ErrLeaveLosesQuorum) {
+			t.Fatalf("%s left with a voter down: %v", n.ID, err)
 		}
 	}
-	if members, _ := leader.node.Members(); len(members) != 3 {
+	if members, _ := leader.Node.Members(); len(members) != 3 {
 		t.Fatalf("members changed: %+v", members)
 	}
-	if !leader.node.IsLeader() {
+	if !leader.Node.IsLeader() {
 		t.Fatal("the refused leave handed leadership over")
 	}
 	if r := do(t, nodes[1], "PUT", "/resource_classes/CUSTOM_STILL", nil); r.status != 201 {

@@ -51,4 +51,10 @@
 // fsm.ReadClusterSection. A restore from a backup (`placementd snapshot
 // restore`) is seeded into a data directory by SeedRestore and installed
 // by the node's first start.
+//
+// cluster imports fsm (the FSM it drives and the formats it frames its
+// metadata in) and fsm/state (commands and reads); it must not import
+// httpapi or any package under it: the Placement API sits on top of the
+// cluster (httpapi.Backend) and the cluster's own HTTP (forwarding, the
+// operator API, read levels) knows nothing of Placement's routes.
 package cluster

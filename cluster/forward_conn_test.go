@@ -34,14 +34,14 @@ func TestForwardingKeepsConnections(t *testing.T) {
 	n1 := startTLSNode(t, "n1", true, raftCA, apiCA, counting(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := n1.node.WaitLeader(ctx); err != nil {
+	if err := n1.Node.WaitLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
 	n2 := startTLSNode(t, "n2", false, raftCA, apiCA, counting(1))
 	if err := n2.join(t, n1, 15*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "n2 knows the leader's API address", func() bool { _, addr := n2.node.Leader(); return addr != "" })
+	waitFor(t, "n2 knows the leader's API address", func() bool { _, addr := n2.Node.Leader(); return addr != "" })
 
 	hc := apiCA.client()
 	nodes := []*tlsNode{n1, n2}
@@ -49,7 +49,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 	// are answered by a follower itself after a read index; writes are
 	// always forwarded to the leader).
 	put := func(via *tlsNode) string {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "https://"+via.addr+"/traits/CUSTOM_FORWARDED", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "https://"+via.Addr+"/traits/CUSTOM_FORWARDED", nil)
 		req.Header.Set("X-Auth-Token", "admin")
 		req.Header.Set("Authorization", "Bearer "+secret) // to see X-Placementd-Served-By
 		req.Header.Set("OpenStack-API-Version", "placement 1.39")
@@ -60,7 +60,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusNoContent {
-			t.Errorf("PUT via %s: %d", via.id, resp.StatusCode)
+			t.Errorf("PUT via %s: %d", via.ID, resp.StatusCode)
 		}
 		return resp.Header.Get(cluster.ServedByHeader)
 	}
@@ -70,7 +70,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 	// election), and the phase must be run again.
 	phase := func(requests, workers int) (opened int64, ok bool) {
 		leader, via := 0, 1
-		if n2.node.IsLeader() {
+		if n2.Node.IsLeader() {
 			leader, via = 1, 0
 		}
 		put(nodes[via]) // a connection to the leader, if there was none
@@ -82,7 +82,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range requests / workers {
-					if by := put(nodes[via]); by != nodes[leader].id {
+					if by := put(nodes[via]); by != nodes[leader].ID {
 						moved.Store(true)
 					}
 				}
@@ -114,20 +114,20 @@ func TestForwardingKeepsConnections(t *testing.T) {
 	// Voters keep connections to each other: when leadership moves, the
 	// old leader's connection to the new one is already open.
 	l, f := 0, 1
-	if n2.node.IsLeader() {
+	if n2.Node.IsLeader() {
 		l, f = 1, 0
 	}
-	waitFor(t, nodes[l].id+" opened a connection to "+nodes[f].id+", a voter", func() bool { return accepted[f].Load() > 0 })
-	if err := nodes[l].node.TransferLeadershipTo(ctx, nodes[f].id); err != nil {
+	waitFor(t, nodes[l].ID+" opened a connection to "+nodes[f].ID+", a voter", func() bool { return accepted[f].Load() > 0 })
+	if err := nodes[l].Node.TransferLeadershipTo(ctx, nodes[f].ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, nodes[l].id+" follows "+nodes[f].id, func() bool {
-		id, addr := nodes[l].node.Leader()
-		return id == nodes[f].id && addr != ""
+	waitFor(t, nodes[l].ID+" follows "+nodes[f].ID, func() bool {
+		id, addr := nodes[l].Node.Leader()
+		return id == nodes[f].ID && addr != ""
 	})
 	warm := accepted[f].Load()
-	if by := put(nodes[l]); by != nodes[f].id {
-		t.Fatalf("served by %q after the transfer to %s", by, nodes[f].id)
+	if by := put(nodes[l]); by != nodes[f].ID {
+		t.Fatalf("served by %q after the transfer to %s", by, nodes[f].ID)
 	}
 	if n := accepted[f].Load() - warm; n != 0 {
 		t.Fatalf("the first request forwarded to the new leader opened %d connections, want the warm one", n)

@@ -18,6 +18,10 @@ type logCache struct {
 
 	mu    sync.RWMutex
 	cache []*raft.Log // by index modulo its length
+
+	// replay, when set, bounds the entries read ahead of the state
+	// machine while the log found at start is replayed.
+	replay *replayAhead
 }
 
 func newLogCache(entries, maxEntryBytes int, store raft.LogStore) *logCache {
@@ -32,7 +36,15 @@ func (c *logCache) GetLog(idx uint64, log *raft.Log) error {
 		*log = *cached
 		return nil
 	}
-	return c.store.GetLog(idx, log)
+	if c.replay == nil {
+		return c.store.GetLog(idx, log)
+	}
+	c.replay.wait(idx)
+	if err := c.store.GetLog(idx, log); err != nil {
+		return err
+	}
+	c.replay.read(idx, int64(len(log.Data)), log.Type == raft.LogCommand)
+	return nil
 }
 
 func (c *logCache) StoreLog(log *raft.Log) error {

@@ -25,8 +25,8 @@ const hopsHeader = "X-Placementd-Forwarded-Hops"
 // disabled the loop guard) or a forged member token changes nothing.
 func TestForgedInternalHeadersHaveNoEffect(t *testing.T) {
 	c, _ := threeNodes(t, nil)
-	leader := c.leader()
-	f := c.followers()
+	leader := c.Leader()
+	f := c.Followers()
 	forged := "v1." + strconv.FormatInt(time.Now().Unix(), 10) + "." + fmt.Sprintf("%064x", 7)
 	for i, hdrs := range [][]string{
 		{hopsHeader, "2"},
@@ -35,19 +35,19 @@ func TestForgedInternalHeadersHaveNoEffect(t *testing.T) {
 		{hopsHeader, "5", "X-Placementd-Member", forged},
 	} {
 		r := do(t, f[0], "PUT", fmt.Sprintf("/traits/CUSTOM_FORGED_%d", i), nil, hdrs...)
-		if r.status != 201 || r.header.Get(cluster.ServedByHeader) != leader.id {
+		if r.status != 201 || r.header.Get(cluster.ServedByHeader) != leader.ID {
 			t.Errorf("PUT via a follower with %v: %d served by %q (want 201 by %s): %s",
-				hdrs, r.status, r.header.Get(cluster.ServedByHeader), leader.id, r.body)
+				hdrs, r.status, r.header.Get(cluster.ServedByHeader), leader.ID, r.body)
 		}
 	}
 	// A read with a forged hop count is still served by the follower from
 	// its own state after a read index (a forwarded read is not).
 	r := do(t, f[1], "GET", "/traits/CUSTOM_FORGED_0", nil, hopsHeader, "1")
-	if r.status != 204 || r.header.Get(cluster.ServedByHeader) != f[1].id || r.header.Get(cluster.ReadLevelHeader) != "linearizable" {
+	if r.status != 204 || r.header.Get(cluster.ServedByHeader) != f[1].ID || r.header.Get(cluster.ReadLevelHeader) != "linearizable" {
 		t.Errorf("read with a forged hop count: %d served by %q at %q", r.status, r.header.Get(cluster.ServedByHeader), r.header.Get(cluster.ReadLevelHeader))
 	}
 	// The read index endpoint answers members only.
-	r = do(t, leader, "GET", "/_cluster/read-index?id="+f[0].id+"&term=1", nil)
+	r = do(t, leader, "GET", "/_cluster/read-index?id="+f[0].ID+"&term=1", nil)
 	if r.status != 401 {
 		t.Errorf("read index without a member token: %d %s", r.status, r.body)
 	}
@@ -60,9 +60,9 @@ func TestForgedInternalHeadersHaveNoEffect(t *testing.T) {
 // again, and must stop after two hops.
 func TestForwardingLoopIsCut(t *testing.T) {
 	c, _ := threeNodes(t, nil)
-	leader := c.leader()
-	f := c.followers()[0]
-	target, _ := url.Parse("http://" + f.addr)
+	leader := c.Leader()
+	f := c.Followers()[0]
+	target, _ := url.Parse("http://" + f.Addr)
 	var mu sync.Mutex
 	inFlight, most, total := 0, 0, 0
 	proxy := httputil.NewSingleHostReverseProxy(target)
@@ -79,8 +79,8 @@ func TestForwardingLoopIsCut(t *testing.T) {
 		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
 		proxy.ServeHTTP(w, r)
 	})
-	leader.srv.Close()
-	ln, err := net.Listen("tcp", leader.addr)
+	leader.Srv.Close()
+	ln, err := net.Listen("tcp", leader.Addr)
 	if err != nil {
 		t.Skipf("cannot take over the leader's API address: %v", err)
 	}
@@ -92,7 +92,7 @@ func TestForwardingLoopIsCut(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "PUT", "http://"+f.addr+"/traits/CUSTOM_LOOP", nil)
+	req, _ := http.NewRequestWithContext(ctx, "PUT", "http://"+f.Addr+"/traits/CUSTOM_LOOP", nil)
 	req.Header.Set("X-Auth-Token", "admin")
 	req.Header.Set("OpenStack-API-Version", "placement 1.39")
 	req.Header.Set(hopsHeader, "-1000")
@@ -114,11 +114,11 @@ func TestForwardingLoopIsCut(t *testing.T) {
 // secret: the answers' headers, /_cluster/health and /readyz.
 func TestNodeNamesNeedTheSecret(t *testing.T) {
 	c, _ := threeNodes(t, nil)
-	leader := c.leader()
-	f := c.followers()
+	leader := c.Leader()
+	f := c.Followers()
 	get := func(n *testNode, method, path string, withSecret bool) (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+n.addr+path, nil)
+		req, _ := http.NewRequest(method, "http://"+n.Addr+path, nil)
 		req.Header.Set("X-Auth-Token", "admin")
 		req.Header.Set("OpenStack-API-Version", "placement 1.39")
 		if withSecret {
@@ -137,11 +137,11 @@ func TestNodeNamesNeedTheSecret(t *testing.T) {
 			resp, _ := get(n, m, "/traits/CUSTOM_NAMES", false)
 			if resp.StatusCode >= 300 || resp.Header.Get(cluster.ServedByHeader) != "" ||
 				resp.Header.Get(cluster.KnownLeaderHeader) != "true" || resp.Header.Get(cluster.AppliedIndexHeader) == "" {
-				t.Errorf("%s via %s without the secret: %d, headers %v", m, n.id, resp.StatusCode, resp.Header)
+				t.Errorf("%s via %s without the secret: %d, headers %v", m, n.ID, resp.StatusCode, resp.Header)
 			}
 			resp, _ = get(n, m, "/traits/CUSTOM_NAMES", true)
 			if resp.Header.Get(cluster.ServedByHeader) == "" {
-				t.Errorf("%s via %s with the secret: no %s", m, n.id, cluster.ServedByHeader)
+				t.Errorf("%s via %s with the secret: no %s", m, n.ID, cluster.ServedByHeader)
 			}
 		}
 	}

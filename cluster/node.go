@@ -183,7 +183,14 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		}
 		n.closers = append(n.closers, bolt.Close)
 		stable = bolt
-		logs = newLogCache(512, 64<<10, bolt)
+		cache := newLogCache(512, 64<<10, bolt)
+		last, err := bolt.LastIndex()
+		if err != nil {
+			n.closeStores()
+			return nil, fmt.Errorf("reading raft log in %s: %w", cfg.DataDir, err)
+		}
+		cache.replay = newReplayAhead(replayAheadBytes, rc.MaxAppendEntries, last, n.meta.applied.Load, n.appliedSignal)
+		logs = cache
 		if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
 			return nil, err
 		}
@@ -225,6 +232,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		return nil, err
 	}
 	n.Raft = r
+	if lc, ok := logs.(*logCache); ok && lc.replay != nil {
+		handed := r.AppliedIndex
+		lc.replay.handed.Store(&handed)
+	}
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.electAloneNow()
 	n.done.Add(6)
@@ -412,6 +423,13 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 }
 
 // notifyApplied wakes the reads waiting in waitState.
+// appliedSignal is closed when the state machine next applies an entry.
+func (n *Node) appliedSignal() <-chan struct{} {
+	n.appliedMu.Lock()
+	defer n.appliedMu.Unlock()
+	return n.applied
+}
+
 func (n *Node) notifyApplied() {
 	n.appliedMu.Lock()
 	close(n.applied)

@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
-func front(n *testNode) *cluster.Handler { return n.srv.Config.Handler.(*cluster.Handler) }
+func front(n *testNode) *cluster.Handler { return n.Srv.Config.Handler.(*cluster.Handler) }
 
 // probe calls /readyz (or /healthz) on n's cluster front.
 func probe(t *testing.T, n *testNode, path string) (int, cluster.Probe) {
@@ -41,41 +40,13 @@ func probe(t *testing.T, n *testNode, path string) (int, cluster.Probe) {
 // waitReady polls /readyz on n until it answers want (200 or 503).
 func waitReady(t *testing.T, n *testNode, want int, within time.Duration) cluster.Probe {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		code, p := probe(t, n, "/readyz")
-		if code == want {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: /readyz still %d after %v, want %d: %+v", n.id, code, within, want, p)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// isolate cuts n off from every other node (both directions); heal
-// connects it again.
-func (c *testCluster) isolate(n *testNode) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n.trans.DisconnectAll()
-	for _, o := range c.nodes {
-		if o != n && !o.down {
-			o.trans.Disconnect(raft.ServerAddress(n.id))
-		}
-	}
-}
-
-func (c *testCluster) heal(n *testNode) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, o := range c.nodes {
-		if o != n && !o.down {
-			o.trans.Connect(raft.ServerAddress(n.id), n.trans)
-			n.trans.Connect(raft.ServerAddress(o.id), o.trans)
-		}
-	}
+	var p cluster.Probe
+	testcluster.WaitFor(t, within, fmt.Sprintf("%s: /readyz %d", n.ID, want), func() error {
+		var code int
+		code, p = probe(t, n, "/readyz")
+		return check(code == want, "%d %+v", code, p)
+	})
+	return p
 }
 
 // /readyz is false on a node cut off from its leader and true again once
@@ -83,14 +54,14 @@ func (c *testCluster) heal(n *testNode) {
 // rest of the cluster stays ready.
 func TestReadyzFollowsPartition(t *testing.T) {
 	c, _ := threeNodes(t, nil)
-	leader := c.leader()
-	c.converged()
-	f := c.followers()[0]
-	if code, p := probe(t, f, "/readyz"); code != 200 || !p.Ready || p.Leader != leader.id || p.AppliedIndex < p.CommitIndex {
-		t.Fatalf("connected follower not ready: %d %+v", code, p)
-	}
+	c.Converged()
+	f := c.Followers()[0]
+	testcluster.WaitFor(t, 10*time.Second, f.ID+" ready, following a leader, caught up", func() error {
+		code, p := probe(t, f, "/readyz")
+		return check(code == 200 && p.Ready && p.Leader != "" && p.Leader != f.ID && p.AppliedIndex >= p.CommitIndex, "%d %+v", code, p)
+	})
 
-	c.isolate(f)
+	c.Isolate(f)
 	p := waitReady(t, f, 503, 10*time.Second)
 	if p.Reason == "" || p.Leader != "" {
 		t.Fatalf("isolated node's verdict: %+v", p)
@@ -99,27 +70,27 @@ func TestReadyzFollowsPartition(t *testing.T) {
 		t.Fatalf("/healthz on the isolated node: %d", code)
 	}
 	// The others keep a leader and stay ready; writes go on without f.
-	for _, o := range c.followers() {
+	for _, o := range c.Followers() {
 		if o != f {
 			waitReady(t, o, 200, 10*time.Second)
 		}
 	}
-	l := c.leader()
+	l := c.Leader()
 	waitReady(t, l, 200, 10*time.Second)
-	if r := do(t, l, "PUT", "/traits/CUSTOM_WRITTEN_WHILE_CUT_OFF", nil); r.status != 201 {
+	if r := putRetrying(t, l, "/traits/CUSTOM_WRITTEN_WHILE_CUT_OFF"); r.status != 201 && r.status != 204 {
 		t.Fatalf("write during the partition: %d %s", r.status, r.body)
 	}
 	if code, _ := probe(t, f, "/readyz"); code != 503 {
 		t.Fatalf("isolated node became ready: %d", code)
 	}
 
-	c.heal(f)
+	c.Reconnect(f)
 	p = waitReady(t, f, 200, 15*time.Second)
 	if p.Leader == "" || p.AppliedIndex < p.CommitIndex {
 		t.Fatalf("rejoined node's verdict: %+v", p)
 	}
 	// Ready again and caught up: it ends with the leader's state.
-	c.converged()
+	c.Converged()
 }
 
 // /readyz?leader=true answers 200 on the leader alone (a load balancer
@@ -127,59 +98,41 @@ func TestReadyzFollowsPartition(t *testing.T) {
 // leader.
 func TestReadyzLeaderOnly(t *testing.T) {
 	c, _ := threeNodes(t, nil)
-	c.converged()
-	check := func() *testNode {
+	c.Converged()
+	leaderOnly := func() *testNode {
 		t.Helper()
-		leader := c.leader()
-		for _, n := range c.nodes {
+		leader := c.Leader()
+		for _, n := range c.All() {
 			// After a transfer a follower names the old leader until
 			// the new one's first heartbeat reaches it.
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				p := waitReady(t, n, 200, 10*time.Second)
-				if p.Leader == leader.id {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s follows %q, not %s", n.id, p.Leader, leader.id)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			testcluster.WaitFor(t, 10*time.Second, n.ID+" ready and following "+leader.ID, func() error {
+				code, p := probe(t, n, "/readyz")
+				return check(code == 200 && p.Leader == leader.ID, "%d %+v", code, p)
+			})
 		}
-		for _, n := range c.nodes {
+		for _, n := range c.All() {
 			want := 503
 			if n == leader {
 				want = 200
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				code, p := probe(t, n, "/readyz?leader=true")
-				if code == want && (want == 200) == p.Ready {
-					if want == 503 && p.Reason != "not the leader" {
-						t.Errorf("%s: reason %q", n.id, p.Reason)
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s (leader %s): /readyz?leader=true %d %+v, want %d", n.id, leader.id, code, p, want)
-				}
-				time.Sleep(20 * time.Millisecond)
+			var p cluster.Probe
+			testcluster.WaitFor(t, 10*time.Second, fmt.Sprintf("%s (leader %s): /readyz?leader=true %d", n.ID, leader.ID, want), func() error {
+				var code int
+				code, p = probe(t, n, "/readyz?leader=true")
+				return check(code == want && (want == 200) == p.Ready, "%d %+v", code, p)
+			})
+			if want == 503 && p.Reason != "not the leader" {
+				t.Errorf("%s: reason %q", n.ID, p.Reason)
 			}
 		}
 		return leader
 	}
-	old := check()
-	if err := old.node.TransferLeadership(); err != nil {
+	old := leaderOnly()
+	if err := old.Node.TransferLeadership(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.leader() == old {
-		if time.Now().After(deadline) {
-			t.Fatal("leadership did not move")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if check() == old {
+	waitFor(t, "leadership moves from "+old.ID, func() bool { return c.Leader() != old })
+	if leaderOnly() == old {
 		t.Fatal("the old leader still passes the leader check")
 	}
 }
@@ -188,8 +141,8 @@ func TestReadyzLeaderOnly(t *testing.T) {
 // has a leader and serves what reaches it.
 func TestReadyzFalseWhileDraining(t *testing.T) {
 	c := newTestCluster(t)
-	n := c.start("n1", true, nil)
-	c.leader()
+	n := c.Start("n1", true, nil)
+	c.Leader()
 	waitReady(t, n, 200, 5*time.Second)
 	front(n).SetDraining(true)
 	code, p := probe(t, n, "/readyz")
@@ -207,7 +160,7 @@ func TestReadyzFalseWhileDraining(t *testing.T) {
 // with the cluster secret, and nothing when no secret is configured.
 func TestRequireSecret(t *testing.T) {
 	c := newTestCluster(t)
-	n := c.start("n1", true, nil)
+	n := c.Start("n1", true, nil)
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("metrics")) })
 	call := func(h http.Handler, auth string) int {
 		rec := httptest.NewRecorder()
@@ -227,7 +180,7 @@ func TestRequireSecret(t *testing.T) {
 			t.Errorf("Authorization %q: %d, want %d", tc.auth, got, tc.want)
 		}
 	}
-	noSecret := n.node.Handler(http.NotFoundHandler(), cluster.HandlerOptions{}).RequireSecret(ok)
+	noSecret := n.Node.Handler(http.NotFoundHandler(), cluster.HandlerOptions{}).RequireSecret(ok)
 	if got := call(noSecret, "Bearer "+secret); got != 403 {
 		t.Errorf("without a configured secret: %d, want 403", got)
 	}
@@ -269,7 +222,7 @@ func (g *applyGate) hook(string, error) {
 
 // gatedFSMs gives the nodes named in ids a state machine held by gate.
 func gatedFSMs(t *testing.T, c *testCluster, gate *applyGate, ids ...string) {
-	c.newFSM = func(id string) *fsm.FSM {
+	c.NewFSM = func(id string) *fsm.FSM {
 		f := fsm.New()
 		if slices.Contains(ids, id) {
 			f.OnApply = gate.hook
@@ -281,7 +234,7 @@ func gatedFSMs(t *testing.T, c *testCluster, gate *applyGate, ids ...string) {
 
 // put sends a write without the test's helpers (from a goroutine).
 func put(n *testNode, path string) (int, error) {
-	req, _ := http.NewRequest("PUT", "http://"+n.addr+path, nil)
+	req, _ := http.NewRequest("PUT", "http://"+n.Addr+path, nil)
 	req.Header.Set("X-Auth-Token", "admin")
 	req.Header.Set("OpenStack-API-Version", "placement 1.39")
 	resp, err := http.DefaultClient.Do(req)
@@ -299,8 +252,8 @@ func TestReadyzFalseWhileApplyStuck(t *testing.T) {
 	c := newTestCluster(t)
 	gate := &applyGate{}
 	gatedFSMs(t, c, gate, "n1")
-	n := c.start("n1", true, nil)
-	c.leader()
+	n := c.Start("n1", true, nil)
+	c.Leader()
 	waitReady(t, n, 200, 5*time.Second)
 
 	gate.close()
@@ -327,19 +280,19 @@ func TestReadyzFalseWhileApplyStuck(t *testing.T) {
 // than the bound is not ready; the rest of the cluster goes on writing.
 func TestReadyzFalseWhileStateMachineBehind(t *testing.T) {
 	c := newTestCluster(t)
-	c.maxApplyLag = 5
+	c.MaxApplyLag = 5
 	gate := &applyGate{}
 	gatedFSMs(t, c, gate, "n3")
-	n1 := c.start("n1", true, nil)
-	c.leader()
-	n2, n3 := c.start("n2", false, nil), c.start("n3", false, nil)
-	c.join(n2, n1, false)
-	c.join(n3, n1, false)
-	c.converged()
+	n1 := c.Start("n1", true, nil)
+	c.Leader()
+	n2, n3 := c.Start("n2", false, nil), c.Start("n3", false, nil)
+	c.Join(n2, n1, false)
+	c.Join(n3, n1, false)
+	c.Converged()
 	waitReady(t, n3, 200, 10*time.Second)
 
 	gate.close()
-	leader := c.leader()
+	leader := c.Leader()
 	for i := 0; i < 20; i++ {
 		if r := do(t, leader, "PUT", fmt.Sprintf("/traits/CUSTOM_BEHIND_%d", i), nil); r.status != 201 {
 			t.Fatalf("write %d: %d %s", i, r.status, r.body)
@@ -352,5 +305,5 @@ func TestReadyzFalseWhileStateMachineBehind(t *testing.T) {
 	waitReady(t, leader, 200, 5*time.Second)
 	gate.open()
 	waitReady(t, n3, 200, 10*time.Second)
-	c.converged()
+	c.Converged()
 }

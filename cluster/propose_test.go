@@ -25,9 +25,9 @@ func TestGroupCommitAnswersEachCommand(t *testing.T) {
 	c, _ := threeNodes(t, func(rc *raft.Config) {
 		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 	})
-	leader := c.leader()
-	c.converged()
-	entries0, commands0 := leader.node.GroupCommit()
+	leader := c.Leader()
+	c.Converged()
+	entries0, commands0 := leader.Node.GroupCommit()
 
 	const writers = 48
 	var wg sync.WaitGroup
@@ -60,7 +60,7 @@ func TestGroupCommitAnswersEachCommand(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d creates of the provider name won, want 1", won)
 	}
-	entries, commands := leader.node.GroupCommit()
+	entries, commands := leader.Node.GroupCommit()
 	entries, commands = entries-entries0, commands-commands0
 	if commands != 2*writers {
 		t.Fatalf("the leader proposed %d commands, want %d", commands, 2*writers)
@@ -69,11 +69,11 @@ func TestGroupCommitAnswersEachCommand(t *testing.T) {
 		t.Fatalf("%d commands went out in %d entries: no group commit", commands, entries)
 	}
 	t.Logf("%d commands in %d entries", commands, entries)
-	c.converged()
-	for _, n := range []*testNode{leader, c.followers()[0]} {
+	c.Converged()
+	for _, n := range []*testNode{leader, c.Followers()[0]} {
 		r := do(t, n, "GET", "/resource_providers?name=contested", nil)
 		if got := len(r.json(t)["resource_providers"].([]any)); got != 1 {
-			t.Fatalf("%s lists %d providers named contested", n.id, got)
+			t.Fatalf("%s lists %d providers named contested", n.ID, got)
 		}
 	}
 }
@@ -83,12 +83,9 @@ func TestGroupCommitAnswersEachCommand(t *testing.T) {
 // and none is reported applied.
 func TestGroupCommitFailureReachesEveryCommand(t *testing.T) {
 	c, _ := threeNodes(t, nil)
-	old := c.leader()
-	c.converged()
-	for _, f := range c.followers() {
-		old.trans.Disconnect(raft.ServerAddress(f.id))
-		f.trans.Disconnect(raft.ServerAddress(old.id))
-	}
+	old := c.Leader()
+	c.Converged()
+	c.Isolate(old)
 	const writers = 16
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
@@ -96,7 +93,7 @@ func TestGroupCommitFailureReachesEveryCommand(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = old.node.Apply(context.Background(), &state.CreateTrait{Name: fmt.Sprintf("CUSTOM_LIMBO%d", i)})
+			_, errs[i] = old.Node.Apply(context.Background(), &state.CreateTrait{Name: fmt.Sprintf("CUSTOM_LIMBO%d", i)})
 		}()
 	}
 	wg.Wait()
@@ -105,12 +102,6 @@ func TestGroupCommitFailureReachesEveryCommand(t *testing.T) {
 			t.Errorf("writer %d on a cut-off leader: %v", i, err)
 		}
 	}
-	for _, f := range c.followers() {
-		if f == old {
-			continue
-		}
-		old.trans.Connect(raft.ServerAddress(f.id), f.trans)
-		f.trans.Connect(raft.ServerAddress(old.id), old.trans)
-	}
-	c.converged()
+	c.Reconnect(old)
+	c.Converged()
 }

@@ -26,7 +26,7 @@ func TestSharedRoundsStartAfterTheCall(t *testing.T) {
 		starts = append(starts, time.Now())
 		mu.Unlock()
 		runs.Add(1)
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // about time: a round takes a while, so callers pile up behind it
 		return nil
 	})
 	const callers = 200

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 func headerIndex(t *testing.T, r response) uint64 {
@@ -27,11 +26,11 @@ func headerIndex(t *testing.T, r response) uint64 {
 // leader is known, and for reads which level it met and how old it may be.
 func TestReadLevelsAndTheirHeaders(t *testing.T) {
 	c, _ := threeNodes(t, nil)
-	leader := c.leader()
-	f := c.followers()
+	leader := c.Leader()
+	f := c.Followers()
 
 	w := do(t, f[0], "PUT", "/resource_classes/CUSTOM_SEEN", nil)
-	if w.status != 201 || w.header.Get(cluster.ServedByHeader) != leader.id || w.header.Get(cluster.KnownLeaderHeader) != "true" {
+	if w.status != 201 || w.header.Get(cluster.ServedByHeader) != leader.ID || w.header.Get(cluster.KnownLeaderHeader) != "true" {
 		t.Fatalf("write via a follower: %d %v", w.status, w.header)
 	}
 	written := headerIndex(t, w)
@@ -54,23 +53,23 @@ func TestReadLevelsAndTheirHeaders(t *testing.T) {
 		}
 	}
 	path := "/resource_classes/CUSTOM_SEEN"
-	check("read on the leader", do(t, leader, "GET", path, nil), leader.id, "linearizable")
+	check("read on the leader", do(t, leader, "GET", path, nil), leader.ID, "linearizable")
 	// The follower's linearizable read is answered from its own state
 	// (its read index covers the write) ...
-	check("read on the other follower", do(t, f[1], "GET", path, nil), f[1].id, "linearizable")
+	check("read on the other follower", do(t, f[1], "GET", path, nil), f[1].ID, "linearizable")
 	// ... which counts as a confirmation: a bounded read right after is
 	// answered locally, and says how old its state may be.
 	r := do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1m")
-	check("bounded read", r, f[1].id, "bounded")
+	check("bounded read", r, f[1].ID, "bounded")
 	if ms, err := strconv.Atoi(r.header.Get(cluster.LastContactHeader)); err != nil || ms < 0 || ms > 60000 {
 		t.Fatalf("bounded read: last contact %q", r.header.Get(cluster.LastContactHeader))
 	}
-	check("stale read", do(t, f[1], "GET", path, nil, cluster.StaleReadHeader, "true"), f[1].id, "stale")
+	check("stale read", do(t, f[1], "GET", path, nil, cluster.StaleReadHeader, "true"), f[1].ID, "stale")
 	// A bound no confirmation can meet: the read is served linearizably,
 	// or refused when the client asked for strict freshness.
-	check("bounded read past its bound", do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1ns"), f[1].id, "linearizable")
+	check("bounded read past its bound", do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1ns"), f[1].ID, "linearizable")
 	r = do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1ns", cluster.MaxStalenessStrictHeader, "true")
-	if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get(cluster.ServedByHeader) != f[1].id {
+	if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get(cluster.ServedByHeader) != f[1].ID {
 		t.Fatalf("strict bounded read past its bound: %d %v %s", r.status, r.header, r.body)
 	}
 	if msg := errorDetail(t, r); msg == "" {
@@ -146,16 +145,16 @@ func (h *indexHistory) atLeast(t time.Time) uint64 {
 // from the cut-off node, which shows it can fail.
 func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 	c, _ := threeNodes(t, nil)
-	leader := c.leader()
-	f := c.followers()
-	c.converged()
+	leader := c.Leader()
+	f := c.Followers()
+	c.Converged()
 
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
 	defer func() { close(stop); bg.Wait() }()
 	hist := &indexHistory{}
 	bg.Add(2)
-	go func() { defer bg.Done(); hist.record(leader.node, stop) }()
+	go func() { defer bg.Done(); hist.record(leader.Node, stop) }()
 	go func() {
 		defer bg.Done()
 		// Writes through the leader all along, bounded in count.
@@ -166,9 +165,10 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 			default:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			leader.node.Apply(ctx, &state.CreateTrait{Name: fmt.Sprintf("CUSTOM_T%d", i)})
+			leader.Node.Apply(ctx, &state.CreateTrait{Name: fmt.Sprintf("CUSTOM_T%d", i)})
 			cancel()
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // about time: paces the writes, so the leader's index moves all along
+
 		}
 	}()
 
@@ -192,12 +192,12 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 		}
 		if !checkBound(sent, r) {
 			t.Fatalf("bounded read on %s (level %s) sent at %s: applied index %d, but the leader had applied %d by %s before",
-				n.id, r.header.Get(cluster.ReadLevelHeader), sent.Format(time.StampMicro), headerIndex(t, r), hist.atLeast(sent.Add(-bound)), bound)
+				n.ID, r.header.Get(cluster.ReadLevelHeader), sent.Format(time.StampMicro), headerIndex(t, r), hist.atLeast(sent.Add(-bound)), bound)
 		}
-		if r.header.Get(cluster.ReadLevelHeader) == "bounded" && r.header.Get(cluster.ServedByHeader) == n.id {
+		if r.header.Get(cluster.ReadLevelHeader) == "bounded" && r.header.Get(cluster.ServedByHeader) == n.ID {
 			local++
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // about time: spreads the reads over the writes
 	}
 	if local < 100 {
 		t.Fatalf("only %d of 200 bounded reads were answered by the follower itself", local)
@@ -206,24 +206,15 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 	// Cut f[0] off from every Raft link. Its API still reaches the
 	// leader's, so it may still get read indexes: it cannot reach them.
 	cut := f[0]
-	c.mu.Lock()
-	for _, o := range c.nodes {
-		if o != cut {
-			o.trans.Disconnect(raft.ServerAddress(cut.id))
-			cut.trans.Disconnect(raft.ServerAddress(o.id))
-		}
-	}
-	c.mu.Unlock()
+	c.Isolate(cut)
 	cutAt := time.Now()
-	refused := false
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+	testcluster.WaitFor(t, 10*time.Second, "the cut-off node refuses a strict bounded read", func() error {
 		sent := time.Now()
 		r := do(t, cut, "GET", "/traits", nil, strict...)
 		if r.status == 503 {
-			refused = true
-			break
+			return nil
 		}
-		if r.status != 200 || r.header.Get(cluster.ServedByHeader) != cut.id {
+		if r.status != 200 || r.header.Get(cluster.ServedByHeader) != cut.ID {
 			t.Fatalf("strict bounded read on the cut-off node: %d served by %q", r.status, r.header.Get(cluster.ServedByHeader))
 		}
 		// A heartbeat already on its way when the links were cut can
@@ -238,16 +229,8 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 		if !checkBound(sent, r) {
 			t.Fatalf("the cut-off node answered from a state older than the bound")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !refused {
-		t.Fatal("the cut-off node never refused a strict bounded read")
-	}
-	// It keeps refusing while it is cut off.
-	time.Sleep(bound)
-	if r := do(t, cut, "GET", "/traits", nil, strict...); r.status != 503 {
-		t.Fatalf("strict bounded read on the cut-off node past its bound: %d", r.status)
-	}
+		return fmt.Errorf("answered %d", r.status)
+	})
 	// Its stale answer fails the same check: the check has teeth. A write
 	// after the cut, recorded in the leader's history more than a bound
 	// before the read, makes sure the leader moved on (the background
@@ -257,44 +240,36 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 	// index, which only ever lags the leader's.)
 	var written uint64
 	waitFor(t, "a write after the cut", func() bool {
-		l := c.leader()
+		l := c.Leader()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := l.node.Apply(ctx, &state.CreateTrait{Name: "CUSTOM_AFTER_THE_CUT"}); err != nil {
+		if _, err := l.Node.Apply(ctx, &state.CreateTrait{Name: "CUSTOM_AFTER_THE_CUT"}); err != nil {
 			return false
 		}
-		l.node.FSM.Read(func(s *state.Store) { written = s.LastIndex })
+		l.Node.FSM.Read(func(s *state.Store) { written = s.LastIndex })
 		return true
 	})
 	waitFor(t, "the leader's history to hold the write after the cut a bound ago", func() bool {
 		return hist.atLeast(time.Now().Add(-bound)) >= written
 	})
+	// It keeps refusing while it is cut off: more than a bound has passed
+	// since a write made after the cut.
+	if r := do(t, cut, "GET", "/traits", nil, strict...); r.status != 503 {
+		t.Fatalf("strict bounded read on the cut-off node past its bound: %d", r.status)
+	}
 	sent := time.Now()
 	if r := do(t, cut, "GET", "/traits", nil, cluster.StaleReadHeader, "true"); r.status != 200 || checkBound(sent, r) {
 		t.Fatalf("a stale read on a node cut off for %s passed the bound check (%d)", time.Since(cutAt), r.status)
 	}
 
-	c.mu.Lock()
-	for _, o := range c.nodes {
-		if o != cut {
-			o.trans.Connect(raft.ServerAddress(cut.id), cut.trans)
-			cut.trans.Connect(raft.ServerAddress(o.id), o.trans)
-		}
-	}
-	c.mu.Unlock()
+	c.Reconnect(cut)
 	// Healed, it answers bounded reads from its own state again.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	testcluster.WaitFor(t, 10*time.Second, "the healed node answers bounded reads", func() error {
 		sent := time.Now()
 		r := do(t, cut, "GET", "/traits", nil, strict...)
-		if r.status == 200 {
-			if !checkBound(sent, r) {
-				t.Fatal("after healing, a bounded answer from a state older than the bound")
-			}
-			break
+		if r.status == 200 && !checkBound(sent, r) {
+			t.Fatal("after healing, a bounded answer from a state older than the bound")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the healed node still refuses bounded reads: %d %s", r.status, r.body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return check(r.status == 200, "%d %s", r.status, r.body)
+	})
 }

@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
@@ -11,7 +14,12 @@ import (
 
 func openDisk(t *testing.T, dir string) *Node {
 	t.Helper()
-	n, err := Open(Config{NodeID: "n1", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true}, fsm.New())
+	return openDiskWith(t, dir, nil)
+}
+
+func openDiskWith(t *testing.T, dir string, tune func(*raft.Config)) *Node {
+	t.Helper()
+	n, err := Open(Config{NodeID: "n1", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true, Tune: tune}, fsm.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +101,52 @@ func TestApplyRejectionIsTypedAndChangesNothing(t *testing.T) {
 	})
 	if count != 1 {
 		t.Fatalf("%d custom classes after a rejected duplicate", count)
+	}
+}
+
+// A restart replaying the log reads no further ahead of the state machine
+// than replayAheadBytes (plus the entry that crosses it), and the state it
+// replays is the one written.
+func TestRestartReplayReadsBoundedAhead(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	n := openDisk(t, dir)
+	const entries = 40
+	for i := 0; i < entries; i++ {
+		if _, err := n.Apply(ctx, &state.CreateTrait{Name: fmt.Sprintf("CUSTOM_REPLAYED_%03d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := n.FSM.Digest()
+	if err := n.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	defer func(old int64) { replayAheadBytes = old }(replayAheadBytes)
+	replayAheadBytes = 1 << 10 // a few entries of these
+	n = openDiskWith(t, dir, func(rc *raft.Config) { rc.MaxAppendEntries = 4 })
+	defer n.Shutdown()
+	if err := n.ReadBarrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := n.FSM.Digest(); got != want {
+		t.Fatal("state after the bounded replay differs")
+	}
+	r := n.logs.(*logCache).replay
+	// Raft has handed everything over: the next read finds the bound off.
+	if r.mustWait(r.lastAtOpen) {
+		t.Error("a read of the last entry found at start waits after the replay")
+	}
+	r.mu.Lock()
+	peak, done := r.peak, r.done
+	r.mu.Unlock()
+	// Past the limit, a read waits once a batch (4) is ahead: the limit
+	// plus 4 entries at most.
+	const entryBytes = 1 << 10 // far above one CreateTrait entry
+	if peak == 0 || peak >= replayAheadBytes+4*entryBytes {
+		t.Errorf("replay read up to %d bytes ahead of the state machine, want some and under %d", peak, replayAheadBytes+4*entryBytes)
+	}
+	if !done {
+		t.Error("the replay bound is still on after the log found at start was applied")
 	}
 }

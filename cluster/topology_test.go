@@ -46,17 +46,17 @@ func TestQuorumWarnings(t *testing.T) {
 // status with the quorum warning, and come back after a restart's join.
 func TestRegionLabels(t *testing.T) {
 	c := newTestCluster(t)
-	n1 := c.startIn("n1", "east", true, nil)
-	c.leader()
-	n2 := c.startIn("n2", "east", false, nil)
-	n3 := c.startIn("n3", "west", false, nil)
-	c.join(n2, n1, false)
-	c.join(n3, n2, false)
-	c.converged()
+	n1 := c.StartIn("n1", "east", true, nil)
+	c.Leader()
+	n2 := c.StartIn("n2", "east", false, nil)
+	n3 := c.StartIn("n3", "west", false, nil)
+	c.Join(n2, n1, false)
+	c.Join(n3, n2, false)
+	c.Converged()
 	want := map[string]string{"n1": "east", "n2": "east", "n3": "west"}
 	for _, n := range []*testNode{n1, n2, n3} {
-		waitFor(t, n.id+" knows every region", func() bool {
-			members, err := n.node.Members()
+		waitFor(t, n.ID+" knows every region", func() bool {
+			members, err := n.Node.Members()
 			if err != nil || len(members) != 3 {
 				return false
 			}
@@ -99,8 +99,9 @@ func TestTransferLeadership(t *testing.T) {
 	c, nodes := threeNodes(t, func(rc *raft.Config) {
 		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 	})
-	r := c.newTestNonVoter()
-	leader := c.leader()
+	r := c.Start("r1", false, nil)
+	c.Join(r, c.Leader(), true) // a non-voter
+	leader := c.Leader()
 	var to *testNode
 	for _, n := range nodes {
 		if n != leader {
@@ -137,8 +138,12 @@ func TestTransferLeadership(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond) // writes under way when the transfer starts
-	res, err := client(nodes[2]).TransferLeadership(ctx, to.id)
+	waitFor(t, "writes under way when the transfer starts", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return writes >= 6
+	})
+	res, err := client(nodes[2]).TransferLeadership(ctx, to.ID)
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -146,39 +151,31 @@ func TestTransferLeadership(t *testing.T) {
 	}
 	// (From is whoever led when the request came: usually leader, but a
 	// loaded machine may have elected another meanwhile.)
-	if res.To != to.id || res.From == "" {
-		t.Fatalf("transfer answered %+v, want leadership moved to %s", res, to.id)
+	if res.To != to.ID || res.From == "" {
+		t.Fatalf("transfer answered %+v, want leadership moved to %s", res, to.ID)
 	}
-	if l := c.leader(); l != to {
-		t.Fatalf("leader is %s, want %s", l.id, to.id)
+	if l := c.Leader(); l != to {
+		t.Fatalf("leader is %s, want %s", l.ID, to.ID)
 	}
 	if len(failed) > 0 {
 		t.Fatalf("%d of %d writes during the transfer failed: %q", len(failed), writes, failed)
 	}
 	t.Logf("%d writes during the transfer, all created", writes)
 
-	if res, err := client(nodes[0]).TransferLeadership(ctx, to.id); err != nil || res.From != to.id || res.To != to.id {
+	if res, err := client(nodes[0]).TransferLeadership(ctx, to.ID); err != nil || res.From != to.ID || res.To != to.ID {
 		t.Errorf("transfer to the leader itself: %+v, %v, want a no-op", res, err)
 	}
 	var se *cluster.StatusError
 	if _, err := client(nodes[0]).TransferLeadership(ctx, "nobody"); !errors.As(err, &se) || se.Code != http.StatusNotFound {
 		t.Errorf("transfer to an unknown node: %v, want 404", err)
 	}
-	if _, err := client(nodes[0]).TransferLeadership(ctx, r.id); !errors.As(err, &se) || se.Code != http.StatusConflict {
+	if _, err := client(nodes[0]).TransferLeadership(ctx, r.ID); !errors.As(err, &se) || se.Code != http.StatusConflict {
 		t.Errorf("transfer to a non-voter: %v, want 409", err)
 	}
 	res, err = client(nodes[0]).TransferLeadership(ctx, "")
-	if err != nil || res.From != to.id || res.To == "" || res.To == to.id {
+	if err != nil || res.From != to.ID || res.To == "" || res.To == to.ID {
 		t.Fatalf("transfer to any voter: %+v, %v", res, err)
 	}
-}
-
-// newTestNonVoter starts r1 and joins it as a non-voter.
-func (c *testCluster) newTestNonVoter() *testNode {
-	c.t.Helper()
-	r := c.start("r1", false, nil)
-	c.join(r, c.leader(), true)
-	return r
 }
 
 // A leader outside the preferred region hands leadership to a voter of
@@ -186,41 +183,42 @@ func (c *testCluster) newTestNonVoter() *testNode {
 // the leader stays where it is, and takes it back after the heal.
 func TestLeaderPreference(t *testing.T) {
 	c := newTestCluster(t)
-	c.leaderRegions = []string{"east"}
-	n1 := c.startIn("n1", "west", true, nil)
-	c.leader()
-	n2 := c.startIn("n2", "east", false, nil)
-	n3 := c.startIn("n3", "west", false, nil)
-	c.join(n2, n1, false)
-	c.join(n3, n1, false)
-	waitFor(t, "the leader moves to east (n2)", n2.node.IsLeader)
+	c.LeaderRegions = []string{"east"}
+	n1 := c.StartIn("n1", "west", true, nil)
+	c.Leader()
+	n2 := c.StartIn("n2", "east", false, nil)
+	n3 := c.StartIn("n3", "west", false, nil)
+	c.Join(n2, n1, false)
+	c.Join(n3, n1, false)
+	waitFor(t, "the leader moves to east (n2)", n2.Node.IsLeader)
 
 	// n2 cut off: the others elect a west leader, which must not try to
 	// hand leadership to n2 while n2 cannot follow it (a transfer attempt
 	// would hold writes). Watched for longer than the checks that a
-	// transfer needs (3, one a second).
-	c.isolate(n2)
-	waitFor(t, "a west leader", func() bool { return n1.node.IsLeader() || n3.node.IsLeader() })
+	// transfer needs (3, one a second). About time: an absence can only
+	// be watched for a while.
+	c.Isolate(n2)
+	waitFor(t, "a west leader", func() bool { return n1.Node.IsLeader() || n3.Node.IsLeader() })
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		for _, n := range []*testNode{n1, n3} {
-			if n.node.IsLeader() && n.node.WritesStopped() {
-				t.Fatalf("%s tried to hand leadership over while the preferred voter was cut off", n.id)
+			if n.Node.IsLeader() && n.Node.WritesStopped() {
+				t.Fatalf("%s tried to hand leadership over while the preferred voter was cut off", n.ID)
 			}
 		}
 	}
-	c.heal(n2)
-	waitFor(t, "the leader returns to east after the heal", n2.node.IsLeader)
+	c.Reconnect(n2)
+	waitFor(t, "the leader returns to east after the heal", n2.Node.IsLeader)
 }
 
 // The status warns when members run different Raft timing.
 func TestStatusWarnsOfTimingMismatch(t *testing.T) {
 	c := newTestCluster(t)
-	n1 := c.start("n1", true, nil)
-	c.leader()
-	n2 := c.start("n2", false, func(rc *raft.Config) {
+	n1 := c.Start("n1", true, nil)
+	c.Leader()
+	n2 := c.Start("n2", false, func(rc *raft.Config) {
 		rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
 	})
-	c.join(n2, n1, false)
+	c.Join(n2, n1, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := client(n1).Status(ctx)

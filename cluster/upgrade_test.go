@@ -26,6 +26,7 @@ import (
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // Data written by an older placementd must be read by a newer one. The
@@ -100,7 +101,7 @@ var (
 
 // diskNode is a single node on real files with the API in front.
 type diskNode struct {
-	node *cluster.Node
+	Node *cluster.Node
 	srv  *httptest.Server
 }
 
@@ -113,44 +114,25 @@ func openDiskNode(t *testing.T, dir string) *diskNode {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for !n.IsLeader() {
-		if ctx.Err() != nil {
-			t.Fatal("the node did not become leader")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := n.WaitLeader(ctx); err != nil {
+		t.Fatalf("the node did not become leader: %v", err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := httptest.NewServer(n.Handler(httpapi.New(n, httpapi.Config{Logger: quiet}),
 		cluster.HandlerOptions{Secret: fixtureSecret, Logger: quiet}))
-	return &diskNode{node: n, srv: srv}
+	return &diskNode{Node: n, srv: srv}
 }
 
 func (d *diskNode) close() {
 	d.srv.Close()
-	d.node.Shutdown()
+	d.Node.Shutdown()
 }
 
 // send makes one API request as admin at 1.39. Unlike call it does not
 // stop the test, so other goroutines than the test's may use it.
 func (d *diskNode) send(method, path string, body any) (status int, raw []byte, err error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, d.srv.URL+path, rd)
-	req.Header.Set("X-Auth-Token", "admin")
-	req.Header.Set("OpenStack-API-Version", "placement 1.39")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err = io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, err
+	r, err := testcluster.Send(http.DefaultClient, d.srv.URL, method, path, body)
+	return r.Status, r.Body, err
 }
 
 func (d *diskNode) call(t *testing.T, method, path string, body any, wantStatus int) map[string]any {
@@ -202,7 +184,7 @@ func writeFixtureWorkload(t *testing.T, d *diskNode) {
 			"inventories": map[string]any{"VCPU": map[string]any{"total": 8}, "DISK_GB": map[string]any{"total": 100}}}, 200)
 	}
 	d.call(t, "PUT", "/allocations/"+fixtureOrdered, orderedAllocations(fixtureOrderedBody), 204)
-	if err := d.node.Raft.Snapshot().Error(); err != nil {
+	if err := d.Node.Raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	// After the snapshot: only in the log.
@@ -379,26 +361,26 @@ func TestUpgradeDataDir(t *testing.T) {
 				t.Fatal("the fixture's log holds no batch entry")
 			}
 			d := openDiskNode(t, dir)
-			if err := d.node.ReadBarrier(context.Background()); err != nil {
+			if err := d.Node.ReadBarrier(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			checkFixtureState(t, d, fx)
-			if got, _ := d.node.FSM.Digest(); got != fx.digest {
+			if got, _ := d.Node.FSM.Digest(); got != fx.digest {
 				t.Fatalf("the fixture replays to digest %s, it was written at %s", got, fx.digest)
 			}
 			d.call(t, "PUT", "/traits/CUSTOM_AFTER_UPGRADE", nil, 201)
-			if err := d.node.Raft.Snapshot().Error(); err != nil {
+			if err := d.Node.Raft.Snapshot().Error(); err != nil {
 				t.Fatal(err)
 			}
-			want, _ := d.node.FSM.Digest()
+			want, _ := d.Node.FSM.Digest()
 			d.close()
 
 			d = openDiskNode(t, dir)
 			defer d.close()
-			if err := d.node.ReadBarrier(context.Background()); err != nil {
+			if err := d.Node.ReadBarrier(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := d.node.FSM.Digest(); got != want {
+			if got, _ := d.Node.FSM.Digest(); got != want {
 				t.Fatal("state changed across the restart after the upgrade")
 			}
 			checkFixtureState(t, d, fx)
@@ -432,14 +414,14 @@ func TestRestoreOldBackup(t *testing.T) {
 			}
 			d := openDiskNode(t, dir)
 			defer d.close()
-			if err := d.node.RestoreBackup(data); err != nil {
+			if err := d.Node.RestoreBackup(data); err != nil {
 				t.Fatal(err)
 			}
-			if err := d.node.ReadBarrier(context.Background()); err != nil {
+			if err := d.Node.ReadBarrier(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			checkFixtureState(t, d, fx)
-			if got, _ := d.node.FSM.Digest(); got != digest {
+			if got, _ := d.Node.FSM.Digest(); got != digest {
 				t.Fatalf("restored digest %s, backup's %s", got, digest)
 			}
 		})

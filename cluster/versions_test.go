@@ -18,7 +18,7 @@ import (
 // with.
 func TestWaitingReadBlocksNoWrite(t *testing.T) {
 	c, nodes := threeNodes(t, nil)
-	leader := c.leader()
+	leader := c.Leader()
 	follower := nodes[0]
 	if follower == leader {
 		follower = nodes[1]
@@ -31,7 +31,7 @@ func TestWaitingReadBlocksNoWrite(t *testing.T) {
 	readErr := make(chan error, 1)
 	go func() {
 		var problem error
-		err := leader.node.Read(context.Background(), func(s *state.Store) {
+		err := leader.Node.Read(context.Background(), func(s *state.Store) {
 			digest, classes := statecheck.Digest(s), s.Classes.Len()
 			if !s.Classes.Has("CUSTOM_BEFORE") {
 				problem = fmt.Errorf("the read does not see the write before it")
@@ -54,7 +54,7 @@ func TestWaitingReadBlocksNoWrite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range 20 {
-		if _, err := leader.node.Apply(ctx, &state.CreateTrait{Name: fmt.Sprintf("CUSTOM_T%d", i)}); err != nil {
+		if _, err := leader.Node.Apply(ctx, &state.CreateTrait{Name: fmt.Sprintf("CUSTOM_T%d", i)}); err != nil {
 			t.Fatalf("write %d while a read waits: %v", i, err)
 		}
 	}

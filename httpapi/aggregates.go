@@ -45,9 +45,6 @@ func sendAggregates(w http.ResponseWriter, r *http.Request, aggs []string, gener
 }
 
 func (s *Server) getAggregates(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:aggregates:list", nil) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	var found bool
 	var generation int64
@@ -68,9 +65,6 @@ func (s *Server) getAggregates(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setAggregates(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:aggregates:update", nil) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	// Upstream looks the provider up before reading the body.
 	if _, found, ok := s.readProvider(w, r, uuid); !ok {
@@ -85,11 +79,11 @@ func (s *Server) setAggregates(w http.ResponseWriter, r *http.Request) {
 			Aggregates []string `json:"aggregates"`
 			Generation int64    `json:"resource_provider_generation"`
 		}
-		if !s.decodeBody(w, r, putAggregatesSchema119, &body) {
+		if !s.decodeRouteBody(w, r, &body) {
 			return
 		}
 		cmd.Aggregates, cmd.Generation = body.Aggregates, &body.Generation
-	} else if !s.decodeBody(w, r, putAggregatesSchema11, &cmd.Aggregates) {
+	} else if !s.decodeRouteBody(w, r, &cmd.Aggregates) {
 		return
 	}
 	if cmd.Aggregates == nil {

@@ -55,28 +55,6 @@ var (
 		acPatterns(acGroupPattern133, "resources", "required", "member_of", "in_tree"))
 )
 
-func acSchemaFor(v Version) *schema.Schema {
-	switch {
-	case v.AtLeast(36):
-		return acSchema136
-	case v.AtLeast(35):
-		return acSchema135
-	case v.AtLeast(33):
-		return acSchema133
-	case v.AtLeast(31):
-		return acSchema131
-	case v.AtLeast(25):
-		return acSchema125
-	case v.AtLeast(21):
-		return acSchema121
-	case v.AtLeast(17):
-		return acSchema117
-	case v.AtLeast(16):
-		return acSchema116
-	}
-	return acSchema110
-}
-
 // Request group keys: resources, required, member_of and in_tree with an
 // optional suffix (a number before 1.33, a name from 1.33).
 var (
@@ -324,11 +302,7 @@ func (s *Server) candidateOptions() candidates.Options {
 }
 
 func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:allocation_candidates:list", nil) {
-		return
-	}
-	v := versionOf(r)
-	if !validateQuery(w, r, acSchemaFor(v)) {
+	if !validateRouteQuery(w, r) {
 		return
 	}
 	req, perr := parseCandidateRequest(r)
@@ -361,7 +335,7 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	searched(res)
 	setLastModified(w, r, zeroTime)
 	buf := responseBuffers.Get().(*[]byte)
-	body := candidatesJSON((*buf)[:0], v, req, res)
+	body := candidatesJSON((*buf)[:0], versionOf(r), req, res)
 	// The answer is rendered: what remains is writing it.
 	release()
 	w.Header().Set("Content-Type", "application/json")

@@ -247,34 +247,17 @@ func isUUIDLike(s string) bool { return schema.UUIDLikeHex(s) != "" }
 func pathConsumer(r *http.Request) string { return mux.Vars(r)["consumer_uuid"] }
 
 func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:allocations:update", nil) {
-		return
-	}
 	raw := mux.Vars(r)["consumer_uuid"]
 	if !isUUIDLike(raw) {
 		writeError(w, r, http.StatusBadRequest, "Malformed consumer_uuid: "+raw, "")
 		return
 	}
 	consumer := canonicalUUID(raw)
-	v := versionOf(r)
-	sch := putAllocationsSchema
-	switch {
-	case v.AtLeast(38):
-		sch = putAllocationsSchema38
-	case v.AtLeast(34):
-		sch = putAllocationsSchema34
-	case v.AtLeast(28):
-		sch = putAllocationsSchema28
-	case v.AtLeast(12):
-		sch = putAllocationsSchema12
-	case v.AtLeast(8):
-		sch = putAllocationsSchema8
-	}
 	var body schema.Doc
-	if !s.decodeBody(w, r, sch, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
-	ca := s.consumerAllocations(r, consumer, body, !v.AtLeast(12))
+	ca := s.consumerAllocations(r, consumer, body, !versionOf(r).AtLeast(12))
 	if _, ok := s.apply(w, r, &state.SetAllocations{Consumers: []state.ConsumerAllocations{ca}, WriteOrder: true}); !ok {
 		return
 	}
@@ -282,21 +265,8 @@ func (s *Server) setConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) setAllocations(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:allocations:manage", nil) {
-		return
-	}
-	v := versionOf(r)
-	sch := postAllocationsSchema13
-	switch {
-	case v.AtLeast(38):
-		sch = postAllocationsSchema38
-	case v.AtLeast(34):
-		sch = postAllocationsSchema34
-	case v.AtLeast(28):
-		sch = postAllocationsSchema28
-	}
 	var body schema.Doc
-	if !s.decodeBody(w, r, sch, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.SetAllocations{Post: true, Consumers: s.consumersOf(r, body), WriteOrder: true}); !ok {
@@ -306,9 +276,6 @@ func (s *Server) setAllocations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteConsumerAllocations(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:allocations:delete", nil) {
-		return
-	}
 	if _, ok := s.apply(w, r, &state.DeleteConsumerAllocations{Consumer: pathConsumer(r)}); !ok {
 		return
 	}
@@ -343,9 +310,6 @@ func allocationsModified(c *state.Consumer) time.Time {
 }
 
 func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:allocations:list", nil) {
-		return
-	}
 	consumer := pathConsumer(r)
 	var c *state.Consumer
 	generations := map[string]int64{}
@@ -398,9 +362,6 @@ type providerConsumerJSON struct {
 }
 
 func (s *Server) listProviderAllocations(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:allocations:list", nil) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	var found bool
 	var generation int64

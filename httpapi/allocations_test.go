@@ -1,10 +1,9 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,39 +13,17 @@ import (
 // alRequest is a request usable from any goroutine: it reports failures
 // as errors instead of failing the test.
 func alRequest(a *testAPI, method, path, version string, body any) (int, any, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, a.URL+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("X-Auth-Token", "admin")
-	req.Header.Set("OpenStack-API-Version", "placement "+version)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	r, err := testcluster.Send(http.DefaultClient, a.URL, method, path, body, "OpenStack-API-Version", "placement "+version)
 	if err != nil {
 		return 0, nil, err
 	}
 	var out any
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return resp.StatusCode, nil, fmt.Errorf("body is not JSON: %q", raw)
+	if len(r.Body) > 0 {
+		if err := json.Unmarshal(r.Body, &out); err != nil {
+			return r.Status, nil, fmt.Errorf("body is not JSON: %q", r.Body)
 		}
 	}
-	return resp.StatusCode, out, nil
+	return r.Status, out, nil
 }
 
 // alExpect makes a request and checks its status.

@@ -10,4 +10,16 @@
 // request.go and errors.go; each resource family has its own file of
 // handlers. Request bodies are validated with the JSON schemas of
 // httpapi/schema so that errors read exactly as upstream's.
+//
+// Routes, methods, microversion ranges, the Accept and content-type
+// checks, policy rules and schemas by microversion are declared in one
+// table (routes.go), as upstream's ROUTE_DECLARATIONS with its handlers'
+// decorators; the dispatcher applies them, so handlers parse, call the
+// domain and encode.
+//
+// httpapi imports cluster only for its error values and header names,
+// fsm/state and fsm/candidates for the domain; it must not import
+// hashicorp/raft or its stores: it reaches Raft only through Backend
+// (Apply, Read), so the API is testable over any backend and the cluster
+// keeps sole charge of Raft.
 package httpapi

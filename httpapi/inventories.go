@@ -356,9 +356,6 @@ func decodeObjectKeys(raw json.RawMessage) []string {
 }
 
 func (s *Server) getInventories(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:inventories:list", nil) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	var found bool
 	var generation int64
@@ -380,9 +377,6 @@ func (s *Server) getInventories(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:inventories:show", nil) {
-		return
-	}
 	uuid, class := mux.Vars(r)["uuid"], mux.Vars(r)["resource_class"]
 	var found bool
 	var inv *state.InventoryResult
@@ -409,15 +403,12 @@ func (s *Server) getInventory(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:inventories:create", nil) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	if !s.requireProvider(w, r, uuid) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if !s.decodeBody(w, r, postInventorySchema, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	var class string
@@ -434,15 +425,12 @@ func (s *Server) createInventory(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:inventories:update", nil) {
-		return
-	}
 	uuid, class := mux.Vars(r)["uuid"], mux.Vars(r)["resource_class"]
 	if !s.requireProvider(w, r, uuid) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if !s.decodeBody(w, r, baseInventorySchema, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	v, ok := s.apply(w, r, &state.UpdateInventory{
@@ -456,9 +444,6 @@ func (s *Server) updateInventory(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:inventories:update", nil) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	if !s.requireProvider(w, r, uuid) {
 		return
@@ -467,7 +452,7 @@ func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
 		Generation  json.RawMessage `json:"resource_provider_generation"`
 		Inventories json.RawMessage `json:"inventories"`
 	}
-	if !s.decodeBody(w, r, putInventoriesSchema, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	records, err := decodeEach[map[string]json.RawMessage](body.Inventories)
@@ -499,9 +484,6 @@ func (s *Server) setInventories(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteInventories(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:inventories:delete", nil) {
-		return
-	}
 	if _, ok := s.apply(w, r, &state.DeleteInventories{Provider: mux.Vars(r)["uuid"]}); !ok {
 		return
 	}
@@ -509,9 +491,6 @@ func (s *Server) deleteInventories(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteInventory(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:inventories:delete", nil) {
-		return
-	}
 	cmd := &state.DeleteInventory{Provider: mux.Vars(r)["uuid"], Class: mux.Vars(r)["resource_class"]}
 	if _, ok := s.apply(w, r, cmd); !ok {
 		return

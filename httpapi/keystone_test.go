@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/placementd/placementd/internal/testcluster"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi/policy"
 )
 
@@ -69,9 +66,9 @@ func startKeystone(t *testing.T) *ksEnv {
 				syscall.Kill(pid, syscall.SIGTERM)
 				// uwsgi exits within a second; wait so that TempDir's
 				// removal does not race it.
-				for i := 0; i < 50 && syscall.Kill(pid, 0) == nil; i++ {
-					time.Sleep(100 * time.Millisecond)
-				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				testcluster.Poll(ctx, func() error { return syscall.Kill(pid, 0) })
 			}
 		}
 	})
@@ -152,23 +149,9 @@ func newKeystoneAPI(t *testing.T, ks KeystoneConfig, newDefaults bool) (*Server,
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("")
-	node, err := cluster.Open(cluster.Config{NodeID: "n1", InMemory: true, Transport: trans, Bootstrap: true}, fsm.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := node.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
+	node := testcluster.OpenNode(t, cluster.Config{}, nil)
 	s := New(node, Config{Keystone: &ks, Authorizer: authz})
-	srv := httptest.NewServer(s)
-	t.Cleanup(func() {
-		srv.Close()
-		node.Shutdown()
-	})
-	return s, srv.URL
+	return s, testcluster.Serve(t, s).URL
 }
 
 // call sends a request to placementd with a token and extra headers.
@@ -382,7 +365,8 @@ func TestKeystoneIntegration(t *testing.T) {
 		if r := call(t, uncached, "GET", "/usages?project_id="+demo, tok, "1.9", ""); r.status != 401 || string(r.body) != ksm401Body {
 			t.Errorf("revoked token, no cache: %d %s", r.status, r.body)
 		}
-		// With one, once the cached validation has expired.
+		// With one, once the cached validation has expired. About time:
+		// the cache's lifetime is what is under test.
 		time.Sleep(time.Until(revoked.Add(shortCache.TokenCacheTime)))
 		if r := call(t, short, "GET", "/usages?project_id="+demo, tok, "1.9", ""); r.status != 401 || string(r.body) != ksm401Body {
 			t.Errorf("revoked token after the cache time: %d %s", r.status, r.body)
@@ -423,6 +407,7 @@ func TestKeystoneIntegration(t *testing.T) {
 	})
 
 	t.Run("expired token", func(t *testing.T) {
+		// About time: the token's expiry is what is under test.
 		time.Sleep(time.Until(tokenExpiry.Add(time.Second)))
 		// Refused from the cache too, where it has been since it worked.
 		for _, base := range []string{legacy, uncached} {

@@ -47,19 +47,8 @@ var (
 )
 
 func (s *Server) reshape(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:reshaper:reshape", nil) {
-		return
-	}
-	v := versionOf(r)
-	sch := reshaperSchema
-	switch {
-	case v.AtLeast(38):
-		sch = reshaperSchema38
-	case v.AtLeast(34):
-		sch = reshaperSchema34
-	}
 	var body schema.Doc
-	if !s.decodeBody(w, r, sch, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	inventories := body.Get("inventories")

@@ -33,9 +33,6 @@ func serializeResourceClass(name string) resourceClassJSON {
 }
 
 func (s *Server) listResourceClasses(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_classes:list", nil) {
-		return
-	}
 	var out []any
 	var modified = zeroTime
 	if !s.read(w, r, func(st *state.Store) {
@@ -51,9 +48,6 @@ func (s *Server) listResourceClasses(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_classes:show", nil) {
-		return
-	}
 	name := mux.Vars(r)["name"]
 	var rc *state.ResourceClass
 	if !s.read(w, r, func(st *state.Store) {
@@ -73,11 +67,8 @@ func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_classes:create", nil) {
-		return
-	}
 	var body struct{ Name string }
-	if !s.decodeBody(w, r, postResourceClassSchema, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	if _, ok := s.apply(w, r, &state.CreateResourceClass{Name: body.Name, MaxPlusOne: true}); !ok {
@@ -87,27 +78,23 @@ func (s *Server) createResourceClass(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 }
 
-func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
-	// Before 1.7 PUT renames a custom class; upstream checks the content
-	// type before the policy.
-	rename := !versionOf(r).AtLeast(7)
-	if (rename && !requireJSON(w, r)) || !s.authorize(w, r, "placement:resource_classes:update", nil) {
+// renameResourceClass is PUT before 1.7: it renames a custom class.
+func (s *Server) renameResourceClass(w http.ResponseWriter, r *http.Request) {
+	var body struct{ Name string }
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
+	v, ok := s.apply(w, r, &state.RenameResourceClass{Name: mux.Vars(r)["name"], NewName: body.Name})
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, serializeResourceClass(v.(state.ResourceClass).Name))
+}
+
+// putResourceClass is PUT from 1.7: a bodiless PUT creates the class if
+// it is missing.
+func (s *Server) putResourceClass(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
-	if rename {
-		var body struct{ Name string }
-		if !s.decodeBody(w, r, postResourceClassSchema, &body) {
-			return
-		}
-		v, ok := s.apply(w, r, &state.RenameResourceClass{Name: name, NewName: body.Name})
-		if !ok {
-			return
-		}
-		writeJSON(w, http.StatusOK, serializeResourceClass(v.(state.ResourceClass).Name))
-		return
-	}
-	// From 1.7, a bodiless PUT creates the class if it is missing.
 	if err := postResourceClassSchema.Validate(map[string]any{"name": name}); err != nil {
 		writeError(w, r, http.StatusBadRequest, "JSON does not validate: "+err.Error(), "")
 		return
@@ -125,9 +112,6 @@ func (s *Server) updateResourceClass(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteResourceClass(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_classes:delete", nil) {
-		return
-	}
 	if _, ok := s.apply(w, r, &state.DeleteResourceClass{Name: mux.Vars(r)["name"]}); !ok {
 		return
 	}

@@ -120,19 +120,12 @@ func canonicalUUID(s string) string {
 }
 
 func (s *Server) createResourceProvider(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:create", nil) {
-		return
-	}
-	sch := postProviderSchema
-	if versionOf(r).AtLeast(14) {
-		sch = postProviderSchema114
-	}
 	var body struct {
 		Name       string  `json:"name"`
 		UUID       string  `json:"uuid"`
 		ParentUUID *string `json:"parent_provider_uuid"`
 	}
-	if !s.decodeBody(w, r, sch, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	cmd := &state.CreateProvider{Name: body.Name}
@@ -177,9 +170,6 @@ func (s *Server) readProvider(w http.ResponseWriter, r *http.Request, uuid strin
 
 func (s *Server) getResourceProvider(w http.ResponseWriter, r *http.Request) {
 	uuid := mux.Vars(r)["uuid"]
-	if !s.authorize(w, r, "placement:resource_providers:show", nil) {
-		return
-	}
 	p, found, ok := s.readProvider(w, r, uuid)
 	if !ok {
 		return
@@ -194,9 +184,6 @@ func (s *Server) getResourceProvider(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) {
 	uuid := mux.Vars(r)["uuid"]
-	if !s.authorize(w, r, "placement:resource_providers:update", nil) {
-		return
-	}
 	// Upstream looks the provider up before reading the body.
 	before, found, ok := s.readProvider(w, r, uuid)
 	if !ok {
@@ -205,12 +192,8 @@ func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) 
 		writeStateError(w, r, state.ProviderNotFound(uuid))
 		return
 	}
-	sch := putProviderSchema
-	if versionOf(r).AtLeast(14) {
-		sch = putProviderSchema114
-	}
 	var body map[string]json.RawMessage
-	if !s.decodeBody(w, r, sch, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	cmd := &state.UpdateProvider{UUID: uuid, AllowReparenting: versionOf(r).AtLeast(37)}
@@ -245,9 +228,6 @@ func (s *Server) updateResourceProvider(w http.ResponseWriter, r *http.Request) 
 
 func (s *Server) deleteResourceProvider(w http.ResponseWriter, r *http.Request) {
 	uuid := mux.Vars(r)["uuid"]
-	if !s.authorize(w, r, "placement:resource_providers:delete", nil) {
-		return
-	}
 	if _, ok := s.apply(w, r, &state.DeleteProvider{UUID: uuid}); !ok {
 		return
 	}
@@ -278,22 +258,7 @@ var (
 )
 
 func (s *Server) listResourceProviders(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:list", nil) {
-		return
-	}
-	v := versionOf(r)
-	sch := listProvidersSchema10
-	switch {
-	case v.AtLeast(18):
-		sch = listProvidersSchema118
-	case v.AtLeast(14):
-		sch = listProvidersSchema114
-	case v.AtLeast(4):
-		sch = listProvidersSchema14
-	case v.AtLeast(3):
-		sch = listProvidersSchema13
-	}
-	if !validateQuery(w, r, sch) {
+	if !validateRouteQuery(w, r) {
 		return
 	}
 	var f state.ProviderFilter

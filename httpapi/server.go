@@ -151,7 +151,7 @@ func New(backend Backend, cfg Config) *Server {
 		writeRaisedError(w, r, http.StatusNotFound, "", "")
 	})
 	for _, rt := range s.routes() {
-		router.Handle(rt.path, methodDispatch(rt.methods))
+		router.Handle(rt.path, s.methodDispatch(rt.methods))
 	}
 	router.Use(noteRoute)
 	// The chain of upstream's deploy.py, outermost last: request log (and
@@ -175,56 +175,6 @@ func New(backend Backend, cfg Config) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
-
-// route is one path with its handlers by method, declared in the order
-// upstream declares them (the order the Allow header lists).
-type route struct {
-	path    string
-	methods []methodHandler
-}
-
-type methodHandler struct {
-	method  string
-	handler http.HandlerFunc
-	gates   []gate // run in order before the handler (routes.go)
-}
-
-func methodDispatch(methods []methodHandler) http.Handler {
-	names := make([]string, len(methods))
-	for i, m := range methods {
-		names[i] = m.method
-	}
-	allow := strings.Join(names, ", ")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, m := range methods {
-			if m.method == r.Method {
-				r = mux.SetURLVars(r, wsgiPathVars(mux.Vars(r)))
-				for _, g := range m.gates {
-					if !g(w, r) {
-						return
-					}
-				}
-				m.handler(w, r)
-				return
-			}
-		}
-		w.Header().Set("Allow", allow)
-		writeError(w, r, http.StatusMethodNotAllowed, "The method specified is not allowed for this resource.", "")
-	})
-}
-
-// wsgiPathVars gives path variables as upstream's handlers see them: a
-// WSGI server decodes the (percent-decoded) path as Latin-1, so a
-// non-ASCII name reaches them, and their messages, one character per
-// byte of its UTF-8 ("%C3%89" is "Ã\x89", not "É"). Names and uuids that
-// can exist are ASCII, which this leaves alone.
-func wsgiPathVars(vars map[string]string) map[string]string {
-	out := make(map[string]string, len(vars))
-	for k, v := range vars {
-		out[k] = latin1(v)
-	}
-	return out
-}
 
 // reqInfo is what the outer middleware learns about a request and the
 // inner layers fill in (like upstream's WSGI environ), so that an error

@@ -81,10 +81,7 @@ func lastQueryValue(r *http.Request, key string) (string, bool) {
 }
 
 func (s *Server) listTraits(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:traits:list", nil) {
-		return
-	}
-	if !validateQuery(w, r, listTraitsSchema) {
+	if !validateRouteQuery(w, r) {
 		return
 	}
 	var f state.TraitFilter
@@ -131,9 +128,6 @@ func (s *Server) listTraits(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getTrait(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:traits:show", nil) {
-		return
-	}
 	name := mux.Vars(r)["name"]
 	var trait *state.Trait
 	if !s.read(w, r, func(st *state.Store) {
@@ -153,9 +147,6 @@ func (s *Server) getTrait(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putTrait(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:traits:update", nil) {
-		return
-	}
 	name := mux.Vars(r)["name"]
 	if customTraitSchema.Validate(name) != nil {
 		writeError(w, r, http.StatusBadRequest, "The trait is invalid. A valid trait must be no longer than "+
@@ -179,9 +170,6 @@ func (s *Server) putTrait(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteTrait(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:traits:delete", nil) {
-		return
-	}
 	if _, ok := s.apply(w, r, &state.DeleteTrait{Name: mux.Vars(r)["name"]}); !ok {
 		return
 	}
@@ -195,9 +183,6 @@ type providerTraitsJSON struct {
 }
 
 func (s *Server) listProviderTraits(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:traits:list", nil) {
-		return
-	}
 	uuid := mux.Vars(r)["uuid"]
 	var found bool
 	var res state.ProviderTraitsResult
@@ -220,14 +205,11 @@ func (s *Server) listProviderTraits(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateProviderTraits(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:traits:update", nil) {
-		return
-	}
 	var body struct {
 		Traits     []string        `json:"traits"`
 		Generation json.RawMessage `json:"resource_provider_generation"`
 	}
-	if !s.decodeBody(w, r, setProviderTraitsSchema, &body) {
+	if !s.decodeRouteBody(w, r, &body) {
 		return
 	}
 	v, ok := s.apply(w, r, &state.SetProviderTraits{
@@ -242,9 +224,6 @@ func (s *Server) updateProviderTraits(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteProviderTraits(w http.ResponseWriter, r *http.Request) {
-	if !s.authorize(w, r, "placement:resource_providers:traits:delete", nil) {
-		return
-	}
 	if _, ok := s.apply(w, r, &state.DeleteProviderTraits{Provider: mux.Vars(r)["uuid"]}); !ok {
 		return
 	}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
+	"github.com/placementd/placementd/internal/testcluster"
 	"os"
 	"strings"
 	"syscall"
@@ -16,7 +14,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
 )
 
@@ -25,32 +22,9 @@ import (
 // cluster front, as `placementd serve` stacks them.
 func startPlacementd(t *testing.T) string {
 	t.Helper()
-	_, trans := raft.NewInmemTransport("")
-	node, err := cluster.Open(cluster.Config{
-		NodeID: "n1", InMemory: true, Transport: trans, Bootstrap: true,
-		Tune: func(c *raft.Config) {
-			c.HeartbeatTimeout = 50 * time.Millisecond
-			c.ElectionTimeout = 50 * time.Millisecond
-			c.LeaderLeaseTimeout = 50 * time.Millisecond
-			c.BatchApplyCh = true
-		},
-	}, fsm.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := node.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	api := httpapi.New(node, httpapi.Config{Logger: log})
-	srv := httptest.NewServer(node.Handler(api, cluster.HandlerOptions{Logger: log}))
-	t.Cleanup(func() {
-		srv.Close()
-		node.Shutdown()
-	})
-	return srv.URL
+	node := testcluster.OpenNode(t, cluster.Config{Tune: testcluster.SingleNodeRaft(func(c *raft.Config) { c.BatchApplyCh = true })}, nil)
+	api := httpapi.New(node, httpapi.Config{Logger: testcluster.Quiet})
+	return testcluster.Front(t, node, api, cluster.HandlerOptions{}).URL
 }
 
 // TestRunScarceCapacity runs the whole workload on a fleet so small that

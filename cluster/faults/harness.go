@@ -1,22 +1,9 @@
-// Package faults is a Jepsen-style fault-injection harness for placementd:
-// it runs 3- or 5-node clusters as separate processes on loopback
-// addresses (127.0.0.x), drives a Placement workload through every node
-// while nemeses kill, pause, partition, wipe and restart nodes and move
-// leadership, records every operation's invocation and completion (ok,
-// refused, or unknown), and checks the history: linearizability with
-// porcupine over the model in cluster/faults/model, and invariants once
-// the faults are healed (acknowledged writes present, capacity never
-// exceeded, identical state on every node, unknown writes applied whole
-// or not at all, no node exiting by itself).
-//
-// The tests in this package run a short version (go test, skipped with
-// -short), prove the harness catches a broken build, and run the soak
-// (make fault-soak); loadsoak.go is the load soak (make soak).
 package faults
 
 import (
 	"context"
 	"fmt"
+	"github.com/placementd/placementd/internal/testcluster"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -258,15 +245,15 @@ func (c *testCluster) recovered(ctx context.Context) error {
 		return err
 	}
 	for _, n := range c.nodes {
-		for {
+		err := testcluster.Poll(wctx, func() error {
 			s, err := n.Client().Self(wctx)
-			if err == nil && s.AppliedIndex >= self.CommitIndex {
-				break
+			if err != nil {
+				return err
 			}
-			if wctx.Err() != nil {
-				return fmt.Errorf("%s did not catch up to index %d: %v %+v", n.ID, self.CommitIndex, err, s)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return testcluster.Check(s.AppliedIndex >= self.CommitIndex, "applied %d", s.AppliedIndex)
+		})
+		if err != nil {
+			return fmt.Errorf("%s did not catch up to index %d: %v", n.ID, self.CommitIndex, err)
 		}
 	}
 	return nil

@@ -1,12 +1,3 @@
-// Package metrics exposes a placementd node's Prometheus metrics: the API's
-// requests, the Raft node, the commands its state machine applies, the size
-// of the placement state and allocation-candidate searches, plus the Go
-// runtime and process collectors. Names follow Prometheus conventions:
-// placementd_ prefix, base units (seconds, bytes), _total for counters.
-//
-// The package only observes: the API reports requests through
-// httpapi.Config.Observer, the FSM through its OnApply hook, and the Raft
-// node is read at scrape time. A nil *Metrics ignores every observation.
 package metrics
 
 import (

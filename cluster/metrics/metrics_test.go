@@ -2,11 +2,9 @@ package metrics_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
+	"github.com/hashicorp/raft"
+	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -46,56 +44,26 @@ func startNode(t *testing.T) *node {
 	if err := m.RaftBridge(); err != nil {
 		t.Fatal(err)
 	}
-	n, err := cluster.Open(cluster.Config{NodeID: "n1", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true,
+	// Real TCP and BoltDB files, with Raft's default timeouts.
+	n := testcluster.OpenNode(t, cluster.Config{RaftAddr: "127.0.0.1:0", DataDir: dir, Tune: func(*raft.Config) {},
 		Logger: hclog.NewNullLogger()}, machine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
 	stop := m.WatchNode(n, dir)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	api := httpapi.New(m.Backend(n), httpapi.Config{Logger: quiet, Observer: m})
-	out := &node{node: n,
-		api:  httptest.NewServer(n.Handler(api, cluster.HandlerOptions{Logger: quiet})),
-		prom: httptest.NewServer(m.Handler()),
+	t.Cleanup(stop)
+	api := httpapi.New(m.Backend(n), httpapi.Config{Logger: testcluster.Quiet, Observer: m})
+	return &node{node: n,
+		api:  testcluster.Front(t, n, api, cluster.HandlerOptions{}),
+		prom: testcluster.Serve(t, m.Handler()),
 	}
-	t.Cleanup(func() {
-		out.api.Close()
-		out.prom.Close()
-		stop()
-		n.Shutdown()
-	})
-	return out
 }
 
 // call sends a Placement request as admin at microversion 1.39 and
 // returns the status and decoded body.
 func (n *node) call(t *testing.T, method, path string, body any) (int, map[string]any) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, n.api.URL+path, rd)
-	req.Header.Set("X-Auth-Token", "admin")
-	req.Header.Set("OpenStack-API-Version", "placement 1.39")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	r := testcluster.Do(t, n.api.URL, method, path, body)
 	var out map[string]any
-	raw, _ := io.ReadAll(resp.Body)
-	json.Unmarshal(raw, &out)
-	return resp.StatusCode, out
+	json.Unmarshal(r.Body, &out)
+	return r.Status, out
 }
 
 // scrape reads /metrics in the text format: series (name and labels, as

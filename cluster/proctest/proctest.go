@@ -1,10 +1,3 @@
-// Package proctest runs placementd nodes as separate processes for tests:
-// building the binary, starting a node with its flags, killing, stopping,
-// pausing and resuming it, wiping its data dir, and waiting for a cluster
-// of them to be healthy and converged. It is a plain package (not a
-// _test.go file) so that tests of several packages can share it: the
-// cluster's integration tests and the fault-injection harness
-// (cluster/faults).
 package proctest
 
 import (
@@ -22,6 +15,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // Build compiles cmd/placementd (statically, with the given build tags)
@@ -79,6 +73,7 @@ type Node struct {
 	exited   chan struct{}
 	stopping bool     // the exit under way was asked for
 	crashes  []string // exits nobody asked for
+	lastExit error    // how the last run ended (nil: exit status 0)
 	paused   bool
 }
 
@@ -126,6 +121,7 @@ func (n *Node) Start(join []string) error {
 		err := cmd.Wait()
 		log.Close()
 		n.mu.Lock()
+		n.lastExit = err
 		if !n.stopping {
 			n.crashes = append(n.crashes, fmt.Sprintf("%s exited by itself at %s: %v",
 				n.ID, time.Now().Format("15:04:05.000"), err))
@@ -223,6 +219,14 @@ func (n *Node) Crashes() []string {
 	return append([]string(nil), n.crashes...)
 }
 
+// LastExit is how the node's last run ended: nil for exit status 0 (or
+// still running), else the wait error (e.g. "exit status 1").
+func (n *Node) LastExit() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.lastExit
+}
+
 // Client is the operator API client of the node.
 func (n *Node) Client() *cluster.Client {
 	return &cluster.Client{Addr: n.HTTPAddr, Secret: n.Secret, HTTP: n.HTTP}
@@ -312,6 +316,51 @@ func (n *Node) Pid() int {
 		return 0
 	}
 	return n.cmd.Process.Pid
+}
+
+// Leader waits until the running nodes name a leader and returns it (an
+// error if it is none of nodes).
+func Leader(ctx context.Context, nodes []*Node) (*Node, error) {
+	st, err := Status(ctx, nodes)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		if n.ID == st.Leader {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("the leader %s is none of the nodes", st.Leader)
+}
+
+// Converged waits until every node of nodes (each must be running) reports
+// the same digest at the same state index, and returns it as digest@index.
+func Converged(ctx context.Context, nodes []*Node) (string, error) {
+	var state string
+	err := testcluster.Poll(ctx, func() error {
+		seen := map[string]bool{}
+		var each []string
+		for _, n := range nodes {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			st, err := n.Client().Self(cctx)
+			cancel()
+			key := fmt.Sprintf("%s@%d", st.Digest, st.StateIndex)
+			if err != nil {
+				key = "unreachable"
+			}
+			seen[key] = true
+			each = append(each, n.ID+"="+key)
+			state = key
+		}
+		if len(seen) != 1 || seen["unreachable"] {
+			return fmt.Errorf("nodes differ: %s", strings.Join(each, ", "))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("not converged: %w", err)
+	}
+	return state, nil
 }
 
 // loopbackAddr reports whether host:port has a loopback IP.

@@ -1,6 +1,3 @@
-// Package raftlog sends hashicorp/raft's log (an hclog.Logger) to a
-// log/slog logger, so Raft events come out in placementd's format (text or
-// JSON) with the rest of its logs.
 package raftlog
 
 import (

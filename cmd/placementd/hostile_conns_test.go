@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/placementd/placementd/internal/testcluster"
 	"io"
 	"log/slog"
 	"net"
@@ -247,13 +248,10 @@ func TestHostileConnections(t *testing.T) {
 	if n := closed.Load(); n != int64(2*perKind) {
 		t.Fatalf("%d of %d hostile connections were closed by the server", n, 2*perKind)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for metricValue(t, mtr, "placementd_http_connections_open", "", "") > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server still counts %.0f open connections", metricValue(t, mtr, "placementd_http_connections_open", "", ""))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testcluster.WaitFor(t, 30*time.Second, "the server counts no open connection", func() error {
+		n := metricValue(t, mtr, "placementd_http_connections_open", "", "")
+		return testcluster.Check(n == 0, "%.0f open", n)
+	})
 }
 
 func isTimeout(err error) bool {
@@ -320,13 +318,10 @@ func TestConnectionCaps(t *testing.T) {
 	}
 	// A closed connection gives its place back (once the server saw it).
 	held[0].Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for metricValue(t, mtr, "placementd_http_connections_open", "", "") > 5 {
-		if time.Now().After(deadline) {
-			t.Fatal("the closed connection is still counted")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testcluster.WaitFor(t, 30*time.Second, "the closed connection no longer counted", func() error {
+		n := metricValue(t, mtr, "placementd_http_connections_open", "", "")
+		return testcluster.Check(n <= 5, "%.0f open", n)
+	})
 	if status, _ := get(dial(4)); status != "200 OK" {
 		t.Fatalf("after a close: %s, want 200", status)
 	}

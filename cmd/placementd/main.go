@@ -1,5 +1,3 @@
-// Command placementd serves the OpenStack Placement API from a Raft
-// replicated state machine. See README.md and docs/.
 package main
 
 import (

@@ -124,7 +124,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.BoolVar(&c.noauth2InsecureRemote, noauth2InsecureRemoteFlag, false, "let --auth-strategy noauth2 (anyone can act as admin) serve a non-loopback --http-addr: test clusters on a trusted network only")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", 256, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised, back to 100 once the live heap passes it); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
+	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", 256, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised; past twice the floor, by half the live heap: GOGC 50); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "also serve /metrics, without the cluster secret, on this address (keep it loopback or private); on --http-addr /metrics needs the cluster secret")
 	fs.BoolVar(&c.candidates.randomize, "randomize-allocation-candidates", false, "return a random sample of the allocation candidates instead of the first ones in a fixed order, as upstream's [placement] randomize_allocation_candidates")
 	fs.IntVar(&c.candidates.max, "max-allocation-candidates", httpapi.DefaultMaxAllocationCandidates, "bound on the candidates an allocation-candidates search generates before limit applies (-1: no bound), as upstream's [placement] max_allocation_candidates (whose default is -1)")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -70,33 +70,20 @@ type apiAnswer struct {
 	body   map[string]any
 }
 
-// api sends a Placement request; token "" sends none.
+// api sends a Placement request; token "" sends none, version "" none.
 func api(t *testing.T, n *proctest.Node, method, path, token, version, body string, headers ...string) apiAnswer {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+n.HTTPAddr+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("X-Auth-Token", token)
+	var payload any
+	if body != "" {
+		payload = json.RawMessage(body)
 	}
 	if version != "" {
-		req.Header.Set("OpenStack-API-Version", "placement "+version)
+		version = "placement " + version
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	a := apiAnswer{status: resp.StatusCode, header: resp.Header}
-	json.Unmarshal(raw, &a.body)
+	r := testcluster.Do(t, "http://"+n.HTTPAddr, method, path, payload,
+		append([]string{"X-Auth-Token", token, "OpenStack-API-Version", version}, headers...)...)
+	a := apiAnswer{status: r.Status, header: r.Header}
+	json.Unmarshal(r.Body, &a.body)
 	return a
 }
 

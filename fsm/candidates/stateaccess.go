@@ -115,8 +115,6 @@ func traitsInIDOrder(st *state.Store, p *state.Provider) []string { return st.Tr
 
 func hasTrait(p *state.Provider, t string) bool { return p.Traits[t] }
 
-func inAggregate(p *state.Provider, a string) bool { return p.Aggregates[a] }
-
 // aggregatesOf yields p's aggregates, in no particular order.
 func aggregatesOf(p *state.Provider) iter.Seq[string] {
 	return func(yield func(string) bool) {

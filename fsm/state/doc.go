@@ -39,4 +39,10 @@
 // (trait and aggregate names, projects, users, the provider uuids and
 // classes in allocations) are kept once. At 100,000 providers and a
 // million consumers this is what keeps the state small.
+//
+// It must not import hashicorp/raft, net/http, gorilla/mux, cluster,
+// httpapi, fsm or snapshot (nor anything that does): the state is the
+// domain alone, deterministic and testable without a node; fsm and
+// snapshot depend on it, never the reverse. internal/layering's test
+// enforces this.
 package state

@@ -60,12 +60,27 @@ func (s *Store) Image() *Image {
 		NextClassID:        s.NextClassID,
 		NextConsumerTypeID: s.NextConsumerTypeID,
 	}
+	// Providers with the same traits share one trait map (traitCache):
+	// they share its sorted list here too, which nothing changes. A
+	// fleet's hosts with the same 40 traits would otherwise hold a list
+	// each, 64 MB at 100,000 of them, for as long as a snapshot is written.
+	sortedTraits := map[*bool][]string{}
+	if s.Providers.Len() > 0 {
+		img.Providers = make([]ProviderImage, 0, s.Providers.Len())
+	}
 	for p := range s.Providers.InOrder() {
 		pi := ProviderImage{
 			ID: p.ID, UUID: p.UUID, Name: p.Name, Generation: p.Generation,
 			ParentUUID: p.ParentUUID, RootUUID: p.RootUUID,
 			Created: p.Created, Updated: p.Updated,
-			Traits: SortedKeys(p.Traits), Aggregates: SortedKeys(p.Aggregates),
+			Aggregates: SortedKeys(p.Aggregates),
+		}
+		if len(p.Traits) > 0 {
+			id := traitMapID(p.Traits)
+			if pi.Traits = sortedTraits[id]; pi.Traits == nil {
+				pi.Traits = SortedKeys(p.Traits)
+				sortedTraits[id] = pi.Traits
+			}
 		}
 		for _, class := range SortedKeys(p.Inventories) {
 			pi.Inventories = append(pi.Inventories, InventoryImage{Class: class, Inventory: *p.Inventories[class]})

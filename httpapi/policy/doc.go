@@ -35,4 +35,7 @@
 // quietly ignores a missing policy file, and loops on a cycle. Remote
 // (http:/https:) checks are not supported. The policy file is read once at
 // start-up, not re-read when it changes.
+//
+// It imports nothing of placementd (YAML only) and must not: the HTTP
+// layer builds Credentials and maps errors to statuses.
 package policy

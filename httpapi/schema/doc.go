@@ -48,4 +48,7 @@
 // strings (Go decodes them as U+FFFD), and documents nested more than
 // 10,000 deep (Python's recursion limit stops it at about 1,000, with a
 // RecursionError upstream answers with 500).
+//
+// It imports nothing of placementd and must not: it is a validator with
+// Python's wording, usable on any JSON.
 package schema

@@ -1,8 +1,3 @@
-// Package statecheck holds the checks the fuzz tests and the fault
-// harness make of a placement state: its digest without the Raft index
-// (so that a rejected command, which still advances the index, can be
-// seen to have changed nothing) and the consistency of the indexes the
-// store maintains incrementally with the ones Load rebuilds from scratch.
 package statecheck
 
 import (

@@ -1,10 +1,3 @@
-// Package export is placementd's export document: the whole placement state
-// as plain, indented JSON with Placement's own field names, for backups a
-// person can read and for moving state between clusters (`placementd
-// export`, `placementd import --file`). docs/migration.md describes the
-// format. An export of a running upstream Placement (package upstream)
-// uses the same document, without the identifiers and times its API does
-// not show.
 package export
 
 import (

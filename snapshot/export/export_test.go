@@ -4,16 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"log/slog"
+	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
@@ -34,25 +29,8 @@ type node struct {
 
 func startNode(t *testing.T) *node {
 	t.Helper()
-	_, trans := raft.NewInmemTransport("")
-	n, err := cluster.Open(cluster.Config{
-		NodeID: "n1", InMemory: true, Transport: trans, Bootstrap: true,
-		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard}),
-	}, fsm.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(n.Handler(httpapi.New(n, httpapi.Config{Logger: quiet}), cluster.HandlerOptions{Secret: secret, Logger: quiet}))
-	t.Cleanup(func() {
-		srv.Close()
-		n.Shutdown()
-	})
+	n := testcluster.OpenNode(t, cluster.Config{}, nil)
+	srv := testcluster.Front(t, n, httpapi.New(n, httpapi.Config{Logger: testcluster.Quiet}), cluster.HandlerOptions{Secret: secret})
 	return &node{n: n, client: &cluster.Client{Addr: srv.URL, Secret: secret}}
 }
 

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/placementd/placementd/internal/testcluster"
 	"net"
 	"net/http"
 	"os"
@@ -75,17 +75,14 @@ func process(t *testing.T, name string, cmd *exec.Cmd) {
 
 func waitHTTP(t *testing.T, url string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	testcluster.WaitFor(t, timeout, url+" answers 200", func() error {
+		resp, err := http.Get(url)
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s did not answer 200 within %s", url, timeout)
+		resp.Body.Close()
+		return testcluster.Check(resp.StatusCode == http.StatusOK, "%d", resp.StatusCode)
+	})
 }
 
 // refServer is a small WSGI server for upstream's application, like the
@@ -165,26 +162,10 @@ type api struct {
 
 func (a api) call(method, path, version string, body any, want int) map[string]any {
 	a.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, a.url+path, rd)
-	req.Header.Set("X-Auth-Token", "admin")
-	req.Header.Set("OpenStack-API-Version", "placement "+version)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		a.t.Fatalf("%s %s @%s: %d, want %d: %s", method, path, version, resp.StatusCode, want, raw)
+	r := testcluster.Do(a.t, a.url, method, path, body, "OpenStack-API-Version", "placement "+version, "Accept", "application/json")
+	raw := r.Body
+	if r.Status != want {
+		a.t.Fatalf("%s %s @%s: %d, want %d: %s", method, path, version, r.Status, want, raw)
 	}
 	var out map[string]any
 	json.Unmarshal(raw, &out)

@@ -1,8 +1,3 @@
-// Package upstream reads the whole state of a running Placement service
-// (OpenStack's, or placementd) through its public API into an export
-// document, and compares two Placement services GET by GET. `placementd
-// import --from` uses both: the first to load placementd, the second to
-// verify it against the source (docs/migration.md).
 package upstream
 
 import (

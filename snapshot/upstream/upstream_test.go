@@ -3,21 +3,14 @@ package upstream_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
+	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/snapshot/export"
@@ -36,31 +29,16 @@ type memNode struct {
 
 func startMem(t *testing.T) *memNode {
 	t.Helper()
-	_, trans := raft.NewInmemTransport("")
-	n, err := cluster.Open(cluster.Config{NodeID: "n1", InMemory: true, Transport: trans, Bootstrap: true,
-		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard})}, fsm.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n := testcluster.OpenNode(t, cluster.Config{}, nil)
 	m := &memNode{n: n}
-	front := n.Handler(httpapi.New(n, httpapi.Config{Logger: quiet}), cluster.HandlerOptions{Secret: secret, Logger: quiet})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	front := n.Handler(httpapi.New(n, httpapi.Config{Logger: testcluster.Quiet}),
+		cluster.HandlerOptions{Secret: secret, Logger: testcluster.Quiet})
+	m.url = testcluster.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h := m.hook.Load(); h != nil {
 			(*h)(r)
 		}
 		front.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		n.Shutdown()
-	})
-	m.url = srv.URL
+	})).URL
 	return m
 }
 

@@ -1,16 +1,3 @@
-// Command wan-bench measures placementd across a WAN: it runs the nodes as
-// separate processes in the WAN lab (internal/wanlab: network namespaces
-// and the NFQUEUE delayer), with a client whose round trip to every node
-// is half the node-to-node RTT unless -client-rtt says otherwise, and for
-// each node RTT prints the median latency of writes and reads through the
-// leader and a follower, the failover time (leader killed -> next write
-// accepted, through a surviving node) and the elections counted while the
-// cluster idles.
-//
-//	make wan-bench [WAN_RTTS=0,20,80,150,80/20] [WAN_REQUESTS=100] ...
-//
-// It needs root (namespaces, iptables). Every figure comes from one run on
-// a shared machine: compare rows of one table, not tables of two runs.
 package main
 
 import (

@@ -1,7 +1,3 @@
-// Command wan-delayer is the WAN lab's packet delayer (see package
-// wanlab): run inside the lab's hub namespace, it serves the NFQUEUE that
-// the hub's iptables rule feeds, with its link table read from standard
-// input. The lab starts and stops it; it is not meant to be run by hand.
 package main
 
 import (

@@ -1,0 +1,182 @@
+package layering
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/placementd/placementd"
+
+// pkg is a package of the module as `go list` sees it.
+type pkg struct {
+	path    string // relative to the module ("" for none, "fsm/state", ...)
+	dir     string
+	imports []string // direct imports
+	deps    []string // every package it depends on, transitively
+}
+
+func listPackages(t *testing.T) map[string]pkg {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	cmd := exec.Command("go", "list", "-f",
+		"{{.ImportPath}}\t{{.Dir}}\t{{join .Imports \" \"}}\t{{join .Deps \" \"}}", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs := map[string]pkg{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		if len(f) != 4 {
+			t.Fatalf("go list line %q", sc.Text())
+		}
+		p := pkg{path: strings.TrimPrefix(strings.TrimPrefix(f[0], module), "/"), dir: f[1],
+			imports: strings.Fields(f[2]), deps: strings.Fields(f[3])}
+		pkgs[p.path] = p
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// rule: the packages under (or at) scope must not have a dependency (or,
+// if direct, an import) matching any of banned. A banned entry ending in
+// "/..." matches the package and everything under it; a module-relative
+// path is written "./x".
+type rule struct {
+	scope  string
+	direct bool
+	banned []string
+	why    string
+}
+
+var rules = []rule{
+	{"fsm/state", false, []string{"github.com/hashicorp/raft/...", "net/http/...", "github.com/gorilla/mux", "./cluster/...", "./httpapi/...", "./fsm", "./snapshot/..."},
+		"the state is the domain alone, deterministic, testable without a node"},
+	{"fsm/candidates", false, []string{"github.com/hashicorp/raft/...", "net/http/...", "github.com/gorilla/mux", "./cluster/...", "./httpapi/...", "./fsm"},
+		"candidate search is domain logic over one state version"},
+	// fsm implements raft.FSM, and hashicorp/raft itself pulls in
+	// net/http: the HTTP rule is on fsm's own imports.
+	{"fsm", true, []string{"net/http/...", "github.com/gorilla/mux", "github.com/hashicorp/raft-boltdb/...", "go.etcd.io/bbolt"},
+		"fsm owns formats and Apply; HTTP, Raft's stores and transport are the cluster's"},
+	{"fsm", false, []string{"./cluster/...", "./httpapi/..."},
+		"fsm owns formats and Apply; the cluster drives it, never the reverse"},
+	{"httpapi/...", true, []string{"github.com/hashicorp/raft/...", "go.etcd.io/bbolt", "./fsm"},
+		"the API reaches Raft only through Backend (the cluster)"},
+	{"httpapi/policy", false, []string{"./..."}, "a self-contained policy engine"},
+	{"httpapi/schema", false, []string{"./..."}, "a self-contained validator"},
+	{"httpapi/httpguard", false, []string{"./..."}, "HTTP limits that know nothing of Placement"},
+	{"bench/cmd/placement-bigbody", false, []string{"./..."}, "it measures a running server over HTTP"},
+	{"cluster", false, []string{"./httpapi/...", "./snapshot/export", "./snapshot/upstream"},
+		"the cluster knows nothing of Placement's HTTP API"},
+	{"cluster/metrics", false, []string{"./httpapi/..."}, "the API reports through httpapi.Observer"},
+	{"snapshot/...", false, []string{"./cluster/...", "./httpapi/...", "./fsm", "github.com/hashicorp/raft/..."},
+		"snapshot bodies and export documents stand without a node"},
+	{"cluster/raftlog", false, []string{"./..."}, "a log adapter any command may use"},
+	{"cluster/faults/model", false, []string{"./..."}, "the model states the rules independently of fsm/state"},
+	{"internal/difftest", false, []string{"./..."}, "it talks to both servers over HTTP only"},
+	{"internal/wanlab/...", false, []string{"./fsm/...", "./cluster/...", "./httpapi/...", "./snapshot/..."}, "any test may use the lab"},
+	{"bench/loadgen", false, []string{"./..."}, "the same workload measures upstream and placementd"},
+	{"cluster/proctest", true, []string{"./fsm/...", "./httpapi/..."}, "its nodes are the real binary"},
+	// The server's packages do not depend on test tools.
+	{"cmd/placementd", false, []string{"./bench/...", "./cluster/proctest", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"},
+	{"cluster", false, []string{"./bench/...", "./cluster/proctest", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"},
+	{"httpapi/...", false, []string{"./bench/...", "./cluster/proctest", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"},
+	{"fsm/...", false, []string{"./bench/...", "./cluster/proctest", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"},
+}
+
+// matches reports whether import path p (full) is what pattern names.
+func matches(pattern, p string) bool {
+	if rest, ok := strings.CutPrefix(pattern, "./"); ok {
+		pattern = module + "/" + rest
+		if rest == "..." {
+			return strings.HasPrefix(p, module+"/") || p == module
+		}
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == pattern
+}
+
+// inScope reports whether module-relative package path rel is in scope.
+func inScope(scope, rel string) bool {
+	if base, ok := strings.CutSuffix(scope, "/..."); ok {
+		return rel == base || strings.HasPrefix(rel, base+"/")
+	}
+	return rel == scope
+}
+
+func TestImportRules(t *testing.T) {
+	pkgs := listPackages(t)
+	for _, r := range rules {
+		n := 0
+		for rel, p := range pkgs {
+			if !inScope(r.scope, rel) {
+				continue
+			}
+			n++
+			list := p.deps
+			if r.direct {
+				list = p.imports
+			}
+			for _, dep := range list {
+				for _, b := range r.banned {
+					if matches(b, dep) && dep != module+"/"+rel {
+						t.Errorf("%s imports %s (rule: %s must not import %s: %s)", rel, dep, r.scope, b, r.why)
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("rule for %s matches no package (renamed?)", r.scope)
+		}
+	}
+}
+
+// Every package has a doc.go whose package comment says what it must not
+// import (or that it imports nothing of placementd).
+func TestEveryPackageHasDocGo(t *testing.T) {
+	for rel, p := range listPackages(t) {
+		b, err := os.ReadFile(filepath.Join(p.dir, "doc.go"))
+		if err != nil {
+			t.Errorf("%s: no doc.go", rel)
+			continue
+		}
+		if !strings.Contains(string(b), "import") {
+			t.Errorf("%s/doc.go does not say what the package must not import", rel)
+		}
+	}
+}
+
+// The rules can fail: a package that imports a banned one is caught.
+func TestMatchers(t *testing.T) {
+	for _, c := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"github.com/hashicorp/raft/...", "github.com/hashicorp/raft", true},
+		{"github.com/hashicorp/raft/...", "github.com/hashicorp/raft-boltdb/v2", false},
+		{"./cluster/...", module + "/cluster/metrics", true},
+		{"./fsm", module + "/fsm/state", false},
+		{"./...", module + "/fsm", true},
+		{"./...", "github.com/google/uuid", false},
+		{"net/http/...", "net/http/httptest", true},
+	} {
+		if got := matches(c.pattern, c.path); got != c.want {
+			t.Errorf("matches(%q, %q) = %v", c.pattern, c.path, got)
+		}
+	}
+}

@@ -154,7 +154,17 @@ func (g genericCheck) eval(e *evaluation) bool {
 	return false
 }
 
-func (g genericCheck) String() string { return g.kind + ":" + g.raw }
+func (g genericCheck) String() string {
+	s := g.kind + ":" + g.raw
+	// A check that starts and ends with the same quote (kind `"`, match
+	// `"`) would read back as a quoted string standing alone, which is not
+	// a check; in parentheses it is read as the check it is, as oslo.policy
+	// reads `(":")` (found by FuzzParseCheck).
+	if len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0] {
+		return "(" + s + ")"
+	}
+	return s
+}
 
 // refs calls f with the name of every rule c refers to.
 func refs(c check, f func(string)) {

@@ -125,11 +125,20 @@ func TestForwardingKeepsConnections(t *testing.T) {
 		id, addr := nodes[l].Node.Leader()
 		return id == nodes[f].ID && addr != ""
 	})
-	warm := accepted[f].Load()
-	if by := put(nodes[l]); by != nodes[f].ID {
-		t.Fatalf("served by %q after the transfer to %s", by, nodes[f].ID)
+	// The first forwarded request normally reuses the warm connection;
+	// a background touch of the new leader at the same moment (the
+	// leader change wakes background.go) can hold it and make the request
+	// dial a second one. So up to three requests go, one after the other,
+	// and one must open no connection.
+	reused := false
+	for i := 0; i < 3 && !reused; i++ {
+		warm := accepted[f].Load()
+		if by := put(nodes[l]); by != nodes[f].ID {
+			t.Fatalf("served by %q after the transfer to %s", by, nodes[f].ID)
+		}
+		reused = accepted[f].Load() == warm
 	}
-	if n := accepted[f].Load() - warm; n != 0 {
-		t.Fatalf("the first request forwarded to the new leader opened %d connections, want the warm one", n)
+	if !reused {
+		t.Fatal("every request forwarded to the new leader opened a connection, want the warm one reused")
 	}
 }

@@ -251,18 +251,28 @@ func (n *Node) leaderChanges() <-chan struct{} {
 	return n.leaderCh
 }
 
+// observe registers an observer of the raft observations filter keeps,
+// delivered on a channel of size buffered (raft drops what does not fit);
+// the caller defers the returned deregistration.
+func (n *Node) observe(size int, filter func(*raft.Observation) bool) (<-chan raft.Observation, func()) {
+	obs := make(chan raft.Observation, size)
+	observer := raft.NewObserver(obs, false, filter)
+	n.Raft.RegisterObserver(observer)
+	return obs, func() { n.Raft.DeregisterObserver(observer) }
+}
+
+func isLeaderObservation(o *raft.Observation) bool {
+	_, ok := o.Data.(raft.LeaderObservation)
+	return ok
+}
+
 // watchLeader closes the leaderChanges channel at each change of leader:
 // as Raft observes it, and, should an observation be dropped, at the next
 // check of a slow ticker.
 func (n *Node) watchLeader() {
 	defer n.done.Done()
-	obs := make(chan raft.Observation, 16)
-	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	n.Raft.RegisterObserver(observer)
-	defer n.Raft.DeregisterObserver(observer)
+	obs, deregister := n.observe(16, isLeaderObservation)
+	defer deregister()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	last, _ := n.Raft.LeaderWithID()
@@ -292,13 +302,8 @@ func (n *Node) maintain() {
 	defer n.done.Done()
 	// Act as soon as this node becomes leader (followers need its address
 	// to forward), and now and then in case a proposal failed.
-	obs := make(chan raft.Observation, 4)
-	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	n.Raft.RegisterObserver(observer)
-	defer n.Raft.DeregisterObserver(observer)
+	obs, deregister := n.observe(4, isLeaderObservation)
+	defer deregister()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {

@@ -34,16 +34,14 @@ import (
 // it would only add one more candidate among several and split the vote.
 func (n *Node) nudgeElections() {
 	defer n.done.Done()
-	obs := make(chan raft.Observation, 16)
-	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+	obs, deregister := n.observe(16, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
 		case raft.RequestPreVoteRequest, raft.RequestVoteRequest:
 			return true
 		}
 		return false
 	})
-	n.Raft.RegisterObserver(observer)
-	defer n.Raft.DeregisterObserver(observer)
+	defer deregister()
 	// campaigning: when each voter's latest pre-vote request arrived.
 	campaigning := map[raft.ServerID]time.Time{}
 	var retry <-chan time.Time

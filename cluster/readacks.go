@@ -254,16 +254,14 @@ func (n *Node) heartbeatUntil(ctx context.Context, p raft.Server, term uint64) {
 // round notices at once that this node stepped down.
 func (n *Node) watchState() {
 	defer n.done.Done()
-	obs := make(chan raft.Observation, 4)
-	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+	obs, deregister := n.observe(4, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
 		case raft.RaftState, raft.LeaderObservation:
 			return true
 		}
 		return false
 	})
-	n.Raft.RegisterObserver(observer)
-	defer n.Raft.DeregisterObserver(observer)
+	defer deregister()
 	for {
 		select {
 		case <-n.stop:

@@ -460,19 +460,8 @@ func (sm *sampler) sharedWith(a *state.Provider) []*state.Provider {
 	if s.reachCount(sm.tree) > sm.shape.reach {
 		sm.stale = true
 	}
-	out := sm.shared[:0]
-	for _, p := range sm.tree {
-		for agg := range aggregatesOf(p) {
-			for _, sp := range s.sharingByAgg[agg] {
-				if sp.RootUUID != a.UUID && !containsProvider(out, sp) {
-					out = append(out, sp)
-				}
-			}
-		}
-	}
-	sortByID(out)
-	sm.shared = out
-	return out
+	sm.shared = s.sharingProviders(sm.shared[:0], sm.tree, a.UUID)
+	return sm.shared
 }
 
 // randN is a uniform number in [0, n) from the search's source.

@@ -681,18 +681,24 @@ func (s *search) sharedWith(a *state.Provider) []*state.Provider {
 		return sc.shared
 	}
 	sc.sharedDone = true
-	out := sc.shared[:0]
-	for _, p := range sc.tree {
+	sc.shared = s.sharingProviders(sc.shared[:0], sc.tree, a.UUID)
+	return sc.shared
+}
+
+// sharingProviders appends to out, in ID order, the sharing providers
+// outside the tree rooted at root that share an aggregate with a provider
+// of tree.
+func (s *search) sharingProviders(out, tree []*state.Provider, root string) []*state.Provider {
+	for _, p := range tree {
 		for agg := range aggregatesOf(p) {
 			for _, sp := range s.sharingByAgg[agg] {
-				if sp.RootUUID != a.UUID && !containsProvider(out, sp) {
+				if sp.RootUUID != root && !containsProvider(out, sp) {
 					out = append(out, sp)
 				}
 			}
 		}
 	}
 	sortByID(out)
-	sc.shared = out
 	return out
 }
 

@@ -73,15 +73,23 @@ type Config struct {
 	Timing Timing
 	// Tune, when set, may adjust the Raft configuration before start.
 	Tune func(*raft.Config)
+	// PlainElections leaves elections to raft's random timers and the
+	// quorum nudge (nudge.go), without the election order of
+	// electorder.go (for comparison; every member should agree).
+	PlainElections bool
 }
 
 // Node is one placementd Raft member.
 type Node struct {
-	cfg       Config
-	Raft      *raft.Raft
-	FSM       *fsm.FSM
-	meta      *clusterFSM
-	timing    Timing
+	cfg    Config
+	Raft   *raft.Raft
+	FSM    *fsm.FSM
+	meta   *clusterFSM
+	timing Timing
+	// timers: every change of raft's timeouts after start (electorder.go);
+	// peers: what the probes of the other voters found (peerconns.go).
+	timers    *electionTimers
+	peers     peerProbes
 	transport raft.Transport
 	closers   []func() error
 	stop      chan struct{}
@@ -237,7 +245,12 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		lc.replay.handed.Store(&handed)
 	}
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
+	n.timers = &electionTimers{raft: r, base: n.timing}
 	n.electAloneNow()
+	if !cfg.PlainElections {
+		n.done.Add(1)
+		go n.orderElections()
+	}
 	n.done.Add(6)
 	go n.maintain()
 	go n.nudgeElections()
@@ -266,11 +279,12 @@ func (n *Node) compactLog() {
 
 // electAloneNow starts the election at once when this node is the only
 // voter (a fresh or restarted single-node cluster), so it serves writes
-// right after start instead of after a heartbeat timeout (1-2 s). Lowering
-// HeartbeatTimeout wakes the follower loop immediately; it is put back at
-// once, so the node keeps the default timeouts (and lease) when peers join.
-// Shortening the timeouts instead would leave a 100 ms leader lease, which
-// ReloadConfig cannot restore, and make a multi-node leader step down.
+// right after start instead of after a heartbeat timeout (1-2 s):
+// electionTimers.checkNow wakes the follower loop at once and leaves the
+// timeouts as configured, so the node keeps them (and the lease) when
+// peers join. Shortening the timeouts instead would leave a 100 ms leader
+// lease, which ReloadConfig cannot restore, and make a multi-node leader
+// step down.
 func (n *Node) electAloneNow() {
 	fut := n.Raft.GetConfiguration()
 	if fut.Error() != nil {
@@ -280,7 +294,7 @@ func (n *Node) electAloneNow() {
 	if len(servers) != 1 || servers[0].ID != raft.ServerID(n.cfg.NodeID) || servers[0].Suffrage != raft.Voter {
 		return
 	}
-	n.checkLeaderNow()
+	n.timers.checkNow()
 }
 
 // RaftAddr is the address the node's transport listens on.

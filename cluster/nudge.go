@@ -29,9 +29,15 @@ import (
 // tick anyway; it only removes up to two heartbeat timeouts of waiting.
 // It then campaigns while the others, already candidates without a
 // leader, grant its pre-vote and vote: one election, no split, since the
-// refused candidates only try again after their election timeout. A
-// follower that sees fewer campaigners than a quorum does nothing: nudging
-// it would only add one more candidate among several and split the vote.
+// refused candidates only try again after their election timeout.
+//
+// Which follower joins when is the election order's (electorder.go): the
+// first in the order not campaigning yet joins any campaign at once, the
+// later ones in their turn, nobody once a quorum campaigns. With
+// Config.PlainElections only a follower that completes a quorum joins, at
+// once; one that sees fewer campaigners does nothing, since joining would
+// only add one more candidate among several and split the vote (with
+// several such followers at once, they can still split it).
 func (n *Node) nudgeElections() {
 	defer n.done.Done()
 	obs, deregister := n.observe(16, func(o *raft.Observation) bool {
@@ -71,21 +77,44 @@ func (n *Node) nudgeElections() {
 		}
 		lastContact := n.Raft.LastContact()
 		_, leader := n.Raft.LeaderWithID()
-		if !quorumCampaigns(fut.Configuration(), raft.ServerID(n.cfg.NodeID), leader, lastContact, campaigning) {
+		wait, join := n.joinCampaign(fut.Configuration(), leader, lastContact, campaigning)
+		if !join {
 			continue
 		}
-		hb := n.Raft.ReloadableConfig().HeartbeatTimeout
-		if wait := time.Until(lastContact.Add(hb)); wait > 0 {
-			// The others lost the leader before this node would: look
-			// again once its own silence reaches the heartbeat timeout.
+		// Not before this node's own silence reaches the heartbeat
+		// timeout: the others may have lost the leader before it did.
+		wait = max(wait, time.Until(lastContact.Add(n.timing.Heartbeat)))
+		if wait > 0 {
 			retry = time.After(wait + time.Millisecond)
 			continue
 		}
-		n.cfg.Logger.Info("a quorum of voters is campaigning and the leader has been silent for the heartbeat timeout: checking the leader now",
+		n.cfg.Logger.Info("voters are campaigning and the leader has been silent for the heartbeat timeout: checking the leader now",
 			"leader", string(leader), "silent", time.Since(lastContact).Round(time.Millisecond).String())
 		clear(campaigning)
-		n.checkLeaderNow()
+		n.timers.checkNow()
 	}
+}
+
+// joinCampaign says whether this follower joins the campaigns it has seen,
+// and how long it waits first: in its turn of the election order
+// (electorder.go), or, with PlainElections, at once when with it they are
+// a quorum.
+func (n *Node) joinCampaign(conf raft.Configuration, leader raft.ServerID, lastContact time.Time, campaigning map[raft.ServerID]time.Time) (time.Duration, bool) {
+	self := raft.ServerID(n.cfg.NodeID)
+	if n.cfg.PlainElections {
+		return 0, quorumCampaigns(conf, self, leader, lastContact, campaigning)
+	}
+	voters := 0
+	for _, s := range conf.Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	turn, latest, join := campaignTurn(n.electionOrder(conf, leader), self, voters/2+1, lastContact, campaigning)
+	if !join {
+		return 0, false
+	}
+	return time.Until(latest.Add(time.Duration(turn) * turnSlot(n.timing.Heartbeat, n.peers.maxRTT()))), true
 }
 
 // quorumCampaigns says whether the voters that sent this node a pre-vote
@@ -115,20 +144,6 @@ func quorumCampaigns(conf raft.Configuration, self, leader raft.ServerID, lastCo
 	return count+1 >= voters/2+1
 }
 
-// checkLeaderNow makes the follower loop run its leader check at once
-// rather than at its next random tick (1-2 heartbeat timeouts apart): raft
-// wakes that loop when the heartbeat timeout is lowered, so it is lowered
-// by a millisecond and put back. The check itself is raft's: an election
-// starts only if the leader has been silent for the heartbeat timeout.
-func (n *Node) checkLeaderNow() {
-	rc := n.Raft.ReloadableConfig()
-	kick := rc
-	kick.HeartbeatTimeout = rc.HeartbeatTimeout - time.Millisecond
-	if n.Raft.ReloadConfig(kick) == nil {
-		n.Raft.ReloadConfig(rc)
-	}
-}
-
 // yieldSplitVote breaks the tie of a split vote. Two candidates that
 // campaign in the same term each vote for themselves and refuse the
 // other; both then wait a random 1-2 election timeouts and campaign again,
@@ -150,19 +165,8 @@ func (n *Node) yieldSplitVote(req raft.RequestVoteRequest) {
 		n.Raft.State() != raft.Candidate || req.Term != n.Raft.CurrentTerm() {
 		return
 	}
-	rc := n.Raft.ReloadableConfig()
-	slow := rc
-	slow.HeartbeatTimeout = rc.HeartbeatTimeout - time.Millisecond
-	slow.ElectionTimeout = 2 * rc.ElectionTimeout
-	if n.Raft.ReloadConfig(slow) != nil {
-		return
-	}
 	n.cfg.Logger.Info("split vote: yielding the next campaign to the candidate with the lower id", "candidate", from, "term", req.Term)
-	select {
-	case <-n.stop:
-	case <-time.After(splitYieldSettle):
-	}
-	n.Raft.ReloadConfig(rc)
+	n.timers.lengthenCandidacy(n.stop, splitYieldSettle)
 }
 
 // splitYieldSettle is how long the lengthened election timeout stays set:

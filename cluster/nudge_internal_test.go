@@ -8,15 +8,8 @@ import (
 )
 
 func TestQuorumCampaigns(t *testing.T) {
-	voters := func(ids ...string) raft.Configuration {
-		var c raft.Configuration
-		for _, id := range ids {
-			c.Servers = append(c.Servers, raft.Server{ID: raft.ServerID(id), Suffrage: raft.Voter})
-		}
-		return c
-	}
-	three, five := voters("a", "b", "c"), voters("a", "b", "c", "d", "e")
-	withLearner := voters("a", "b", "c")
+	three, five := voterConf("a", "b", "c"), voterConf("a", "b", "c", "d", "e")
+	withLearner := voterConf("a", "b", "c")
 	withLearner.Servers = append(withLearner.Servers, raft.Server{ID: "l", Suffrage: raft.Nonvoter})
 	contact := time.Now()
 	after, before := contact.Add(time.Millisecond), contact.Add(-time.Millisecond)

@@ -27,7 +27,9 @@ import (
 // refused, and the transfer mark only skips the "I have a leader" refusal,
 // which logs a warning). A node still at term 0 (new, not yet reached by
 // the leader) records a vote for term 0, in which nobody is ever elected.
-// It goes through the transport below the ack tracker.
+// It goes through the transport below the ack tracker. Its outcome and
+// round trip (over a connection that was open: a failed first try does
+// not count) are kept per peer for the election order (electorder.go).
 
 // peerProbeEvery is how often a follower refreshes its connections to the
 // other voters.
@@ -81,10 +83,14 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 					LeadershipTransfer: true,
 				}
 				var resp raft.RequestVoteResponse
-				if trans.RequestVote(s.ID, s.Address, &req, &resp) != nil {
+				sent := time.Now()
+				if trans.RequestVote(s.ID, s.Address, &req, &resp) == nil {
+					n.peers.answered(s.ID, time.Since(sent))
+				} else {
 					// Most likely a pooled connection the peer's restart
 					// left dead: raft dropped it, and this dials afresh.
-					trans.RequestVote(s.ID, s.Address, &req, &resp)
+					err := trans.RequestVote(s.ID, s.Address, &req, &resp)
+					n.peers.tried(s.ID, err == nil)
 				}
 				mu.Lock()
 				busy[s.ID] = false
@@ -101,4 +107,49 @@ func isVoter(conf raft.Configuration, id raft.ServerID) bool {
 		}
 	}
 	return false
+}
+
+// peerProbes keeps what the latest probe of each voter found: whether it
+// answered, and the round trip when it answered on an open connection.
+type peerProbes struct {
+	mu   sync.Mutex
+	rtt  map[raft.ServerID]time.Duration
+	down map[raft.ServerID]bool
+}
+
+func (p *peerProbes) answered(id raft.ServerID, rtt time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rtt == nil {
+		p.rtt, p.down = map[raft.ServerID]time.Duration{}, map[raft.ServerID]bool{}
+	}
+	p.rtt[id], p.down[id] = rtt, false
+}
+
+func (p *peerProbes) tried(id raft.ServerID, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down == nil {
+		p.rtt, p.down = map[raft.ServerID]time.Duration{}, map[raft.ServerID]bool{}
+	}
+	p.down[id] = !ok
+}
+
+// isDown says whether id's latest probe failed (a voter never probed is
+// not down).
+func (p *peerProbes) isDown(id raft.ServerID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.down[id]
+}
+
+// maxRTT is the longest of the round trips kept (0: none yet).
+func (p *peerProbes) maxRTT() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var longest time.Duration
+	for _, d := range p.rtt {
+		longest = max(longest, d)
+	}
+	return longest
 }

@@ -308,7 +308,7 @@ func (h *Handler) readIndexRound() error {
 	if id == "" || addr == "" || id == h.node.ID() || h.noReadIndex.has(addr) {
 		return errNoReadIndex
 	}
-	heartbeat := h.node.Raft.ReloadableConfig().HeartbeatTimeout
+	heartbeat := h.node.Timing().Heartbeat
 	asked := sinceBoot()
 	ctx, cancel := context.WithTimeout(context.Background(), heartbeat)
 	index, err := h.fetchReadIndex(ctx, addr, h.node.Raft.CurrentTerm())

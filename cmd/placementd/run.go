@@ -97,6 +97,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		SnapshotBytes: snapshotBytes(cf.snapshotLogMB),
 		Timing:        timing,
 		Region:        cf.region, Zone: cf.zone,
+		PlainElections: !cf.orderedElections,
 		Tune: func(rc *raft.Config) {
 			rc.SnapshotThreshold = cf.snapshotThreshold
 			rc.SnapshotInterval = cf.snapshotInterval

@@ -58,6 +58,7 @@ type clusterFlags struct {
 	shutdownTimeout              time.Duration
 	timingMultiplier             float64
 	timing                       cluster.Timing
+	orderedElections             bool
 	region, zone                 string
 	leaderRegions                string
 }
@@ -80,6 +81,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timing.Election, "raft-election-timeout", 0, "Raft election timeout, at least the heartbeat timeout (0: from --raft-timing-multiplier)")
 	fs.DurationVar(&c.timing.LeaderLease, "raft-leader-lease-timeout", 0, "a leader that hears from no quorum this long steps down; at most the heartbeat timeout (0: from --raft-timing-multiplier)")
 	fs.DurationVar(&c.timing.Commit, "raft-commit-timeout", 0, "how often an idle leader still sends followers the commit index; below the heartbeat timeout (0: 50ms)")
+	fs.BoolVar(&c.orderedElections, "raft-ordered-elections", true, "when the leader goes silent, the voters campaign in an order all of them compute (the first checks after 1.1 heartbeat timeouts, the others wait for its campaign): faster failover without split votes; false leaves it to raft's random timers (docs/cluster.md)")
 	fs.StringVar(&c.region, "region", "", "region of this node (a label: cluster status, metrics, --leader-regions and the check that losing one region keeps a quorum)")
 	fs.StringVar(&c.zone, "zone", "", "zone of this node within its region (a label)")
 	fs.StringVar(&c.leaderRegions, "leader-regions", "", "comma-separated regions the leader should be in, most preferred first: a leader elsewhere hands over to a healthy, caught-up voter of a preferred region (give every node the same list; needs --cluster-secret)")

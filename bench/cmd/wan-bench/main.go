@@ -34,14 +34,20 @@ type config struct {
 	idle       time.Duration
 	load       float64 // requests per second while idling (0: idle)
 	serveFlags []string
-	timeout    time.Duration
-	dir        string
+	// serveFlagsB, when set, makes the failovers and region cuts of each
+	// row alternate between serveFlags (A) and serveFlags plus these (B),
+	// every node restarted with the other set in between: an A/B
+	// comparison within one run.
+	serveFlagsB []string
+	timeout     time.Duration
+	dir         string
 	// regions, when set, gives each node a region (and so the number of
 	// nodes); nodes of one region are regionRTT apart, of two regions the
 	// row's RTT. The leader is kept in the first one (--leader-regions),
 	// and each row also cuts the leader's region off and heals it.
-	regions   []string
-	regionRTT time.Duration
+	regions    []string
+	regionRTT  time.Duration
+	regionCuts int
 }
 
 // rttSpec is one row: the node-to-node RTT and its jitter (±).
@@ -89,10 +95,12 @@ func main() {
 	flag.DurationVar(&c.idle, "idle", time.Minute, "how long each row idles while elections are counted (0: skip)")
 	flag.Float64Var(&c.load, "load", 0, "light load while elections are counted: this many requests per second (a write through the leader, then reads on each node in turn), 0: idle")
 	serveFlags := flag.String("serve-flags", "", "extra flags for every `placementd serve`, e.g. the timing profile: --raft-timing-multiplier 0.5")
+	serveFlagsB := flag.String("serve-flags-b", "", "when set, failovers and region cuts alternate between -serve-flags (A) and -serve-flags plus these (B), all nodes restarted in between, e.g. --raft-ordered-elections=false")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	flag.StringVar(&c.dir, "dir", "", "where binaries, data dirs and node logs go (default: a temporary dir, removed at the end)")
 	regions := flag.String("regions", "", "region of each node, e.g. a,a,b,b,c (sets -nodes): the row's RTT is then between regions, the leader is kept in the first region listed, and each row also cuts the leader's region off")
 	flag.DurationVar(&c.regionRTT, "region-rtt", time.Millisecond, "RTT between nodes of one region (with -regions)")
+	flag.IntVar(&c.regionCuts, "region-cuts", 1, "region cuts per row (with -regions; the median and the worst are printed)")
 	flag.Parse()
 	if c.regions = strings.Split(*regions, ","); *regions == "" {
 		c.regions = nil
@@ -105,6 +113,7 @@ func main() {
 	}
 	c.clientRTT = time.Duration(*clientRTT) * time.Millisecond
 	c.serveFlags = strings.Fields(*serveFlags)
+	c.serveFlagsB = strings.Fields(*serveFlagsB)
 	if c.nodes < 2 || c.requests < 1 || c.failovers < 0 {
 		fail(errors.New("want -nodes ≥ 2, -requests ≥ 1, -failovers ≥ 0"))
 	}
@@ -131,6 +140,8 @@ type bench struct {
 	cfg    config
 	lab    *wanlab.Lab
 	nodes  []*proctest.Node
+	args   [][]string   // each node's flags before the serve flags
+	mode   int          // 0: the nodes run with -serve-flags (A), 1: plus -serve-flags-b (B)
 	client *http.Client // from the client host: every request pays its RTT
 	ctl    *http.Client // from the control host: no delay, for status polls
 	rpUUID string       // the provider the reads fetch
@@ -142,9 +153,11 @@ type row struct {
 	clientRTT                               time.Duration
 	writeLeader, writeFollower              time.Duration
 	readLeader, readFollower, staleFollower time.Duration
-	failovers                               []time.Duration
+	failovers                               [2][]time.Duration // by mode (A, B)
+	terms                                   [2][]uint64        // elections (terms) each failover took
 	elections                               int
-	regionLoss, leaderBack                  time.Duration // with -regions
+	regionLoss, leaderBack                  [2][]time.Duration // with -regions, by mode
+	load                                    [2]string          // load average at the row's start and end
 	err                                     error
 }
 
@@ -232,6 +245,7 @@ func (b *bench) start(ctx context.Context, bin, dir string) error {
 		if b.cfg.regions != nil {
 			args = append(args, "--region", b.cfg.regions[i-1], "--leader-regions", b.cfg.regions[0])
 		}
+		b.args = append(b.args, args)
 		n := proctest.LabNode(h, id, bin, dir, secret, b.ctl, append(args, b.cfg.serveFlags...)...)
 		if err := n.Start(join); err != nil {
 			return err
@@ -304,7 +318,8 @@ func (b *bench) row(ctx context.Context, spec rttSpec) (r row) {
 		return r
 	}
 	r.clientRTT = client.rtt
-	logf("node RTT %s ms, client RTT %d ms", spec, client.rtt.Milliseconds())
+	r.load[0] = loadAverage()
+	logf("node RTT %s ms, client RTT %d ms, load average %s", spec, client.rtt.Milliseconds(), r.load[0])
 	st, err := b.waitHealthy(ctx, b.cfg.nodes)
 	if err != nil {
 		r.err = err
@@ -341,23 +356,86 @@ func (b *bench) row(ctx context.Context, spec rttSpec) (r row) {
 		}
 		logf("  %d elections in %s idle", r.elections, b.cfg.idle)
 	}
-	if b.cfg.regions != nil {
-		if r.regionLoss, r.leaderBack, err = b.regionLoss(ctx); err != nil {
+	for i := range b.cfg.regionCuts {
+		if b.cfg.regions == nil {
+			break
+		}
+		m := b.alternate(i)
+		if err := b.setMode(ctx, m); err != nil {
 			r.err = err
 			return r
 		}
-		logf("  leader's region cut off: writes again after %v; healed: leader back in %s after %v", r.regionLoss, b.cfg.regions[0], r.leaderBack)
-	}
-	for range b.cfg.failovers {
-		d, err := b.failover(ctx)
+		loss, back, err := b.regionLoss(ctx)
 		if err != nil {
 			r.err = err
 			return r
 		}
-		r.failovers = append(r.failovers, d)
-		logf("  failover %v", d)
+		r.regionLoss[m], r.leaderBack[m] = append(r.regionLoss[m], loss), append(r.leaderBack[m], back)
+		logf("  %sleader's region cut off: writes again after %v; healed: leader back in %s after %v", b.modeName(m), loss, b.cfg.regions[0], back)
 	}
+	for i := range b.cfg.failovers {
+		m := b.alternate(i)
+		if err := b.setMode(ctx, m); err != nil {
+			r.err = err
+			return r
+		}
+		d, terms, err := b.failover(ctx)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		r.failovers[m], r.terms[m] = append(r.failovers[m], d), append(r.terms[m], terms)
+		logf("  %sfailover %v (%d elections)", b.modeName(m), d, terms)
+	}
+	r.load[1] = loadAverage()
 	return r
+}
+
+// alternate is the mode of a row's i-th trial: A, B, A, B... with
+// -serve-flags-b, else A.
+func (b *bench) alternate(i int) int {
+	if len(b.cfg.serveFlagsB) == 0 {
+		return 0
+	}
+	return i % 2
+}
+
+func (b *bench) modeName(m int) string {
+	if len(b.cfg.serveFlagsB) == 0 {
+		return ""
+	}
+	return [2]string{"A: ", "B: "}[m]
+}
+
+// setMode restarts every node, one at a time, with the flags of mode m.
+func (b *bench) setMode(ctx context.Context, m int) error {
+	if m == b.mode {
+		return nil
+	}
+	logf("  restarting the nodes with the flags of %s", strings.TrimSuffix(b.modeName(m), ": "))
+	for i, n := range b.nodes {
+		if err := n.Stop(30 * time.Second); err != nil {
+			return fmt.Errorf("stopping %s: %w", n.ID, err)
+		}
+		n.Args = append(append(append([]string{}, b.args[i]...), b.cfg.serveFlags...), b.cfg.serveFlagsB[:len(b.cfg.serveFlagsB)*m]...)
+		if err := n.Start(nil); err != nil {
+			return err
+		}
+		if _, err := b.waitHealthy(ctx, len(b.nodes)); err != nil {
+			return err
+		}
+	}
+	b.mode = m
+	return nil
+}
+
+// loadAverage is the host's 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // median times cfg.requests sequential requests to addr after a few
@@ -472,10 +550,14 @@ func (b *bench) maxTerm(ctx context.Context) (uint64, error) {
 
 // failover kills the leader and times the first write a surviving node
 // accepts after it; then the old leader restarts and the cluster heals.
-func (b *bench) failover(ctx context.Context) (time.Duration, error) {
+func (b *bench) failover(ctx context.Context) (time.Duration, uint64, error) {
+	before, err := b.maxTerm(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
 	st, err := b.waitHealthy(ctx, b.cfg.nodes)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var dead, via *proctest.Node
 	for _, n := range b.nodes {
@@ -488,12 +570,12 @@ func (b *bench) failover(ctx context.Context) (time.Duration, error) {
 	logf("  killing the leader %s, writing through %s", dead.ID, via.ID)
 	start := time.Now()
 	if err := dead.Kill(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var took time.Duration
 	for {
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
 		u := uuid.NewString()
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -504,15 +586,26 @@ func (b *bench) failover(ctx context.Context) (time.Duration, error) {
 			break
 		}
 		if time.Since(start) > 2*time.Minute {
-			return 0, fmt.Errorf("no write accepted within 2 minutes of the leader's kill: %d %v", code, err)
+			return 0, 0, fmt.Errorf("no write accepted within 2 minutes of the leader's kill: %d %v", code, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The elections the failover took, counted on the survivors before
+	// the old leader comes back (its restart may move leadership again).
+	var after uint64
+	for _, n := range b.nodes {
+		if n == dead {
+			continue
+		}
+		if s, err := n.Client().Self(ctx); err == nil {
+			after = max(after, s.Term)
+		}
+	}
 	if err := dead.Start(nil); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	_, err = b.waitHealthy(ctx, b.cfg.nodes)
-	return took, err
+	return took, after - before, err
 }
 
 // regionLoss waits for the leader to be in the preferred region, cuts that
@@ -649,19 +742,14 @@ func printTable(w io.Writer, cfg config, rows []row) {
 			fmt.Fprintf(tw, "| %s\t| %s\t| error: %v\t|\t|\t|\t|\t|\t|\t|\n", r.spec, ms(r.clientRTT), r.err)
 			continue
 		}
-		fo := "-"
-		if len(r.failovers) > 0 {
-			s := append([]time.Duration(nil), r.failovers...)
-			sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-			fo = fmt.Sprintf("%.2f s / %.2f s", s[len(s)/2].Seconds(), s[len(s)-1].Seconds())
-		}
+		fo := medianWorst(r.failovers[0])
 		el := "-"
 		if cfg.idle > 0 {
 			el = strconv.Itoa(r.elections)
 		}
 		region := ""
 		if cfg.regions != nil {
-			region = fmt.Sprintf("\t| %.2f s\t| %.2f s", r.regionLoss.Seconds(), r.leaderBack.Seconds())
+			region = fmt.Sprintf("\t| %s\t| %s", medianWorst(r.regionLoss[0]), medianWorst(r.leaderBack[0]))
 		}
 		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s%s\t|\n", r.spec, ms(r.clientRTT),
 			ms(r.writeLeader), ms(r.writeFollower), ms(r.readLeader), ms(r.readFollower), ms(r.staleFollower), fo, el, region)
@@ -670,4 +758,47 @@ func printTable(w io.Writer, cfg config, rows []row) {
 		}
 	}
 	tw.Flush()
+	if len(cfg.serveFlagsB) > 0 {
+		fmt.Fprintf(w, "\nA/B, alternating within each row: A = the flags above, B = plus %s\n\n", strings.Join(cfg.serveFlagsB, " "))
+		tw = tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+		fmt.Fprintln(tw, "| node RTT\t| load average (start, end)\t| failover A (median / worst, n)\t| failover B\t| elections per failover A\t| B\t| region cut → write ok A\t| B\t|")
+		fmt.Fprintln(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t|")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "| %s\t| %s; %s\t| %s (%d)\t| %s (%d)\t| %s\t| %s\t| %s\t| %s\t|\n", r.spec, r.load[0], r.load[1],
+				medianWorst(r.failovers[0]), len(r.failovers[0]), medianWorst(r.failovers[1]), len(r.failovers[1]),
+				countTerms(r.terms[0]), countTerms(r.terms[1]), medianWorst(r.regionLoss[0]), medianWorst(r.regionLoss[1]))
+		}
+		tw.Flush()
+	}
+}
+
+// medianWorst prints the median and the largest of ds, "-" for none.
+func medianWorst(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return fmt.Sprintf("%.2f s / %.2f s", s[len(s)/2].Seconds(), s[len(s)-1].Seconds())
+}
+
+// countTerms prints how many failovers took 1, 2, ... elections: "1×18 2×2".
+func countTerms(terms []uint64) string {
+	if len(terms) == 0 {
+		return "-"
+	}
+	count := map[uint64]int{}
+	var keys []uint64
+	for _, t := range terms {
+		if count[t] == 0 {
+			keys = append(keys, t)
+		}
+		count[t]++
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d×%d", k, count[k]))
+	}
+	return strings.Join(parts, " ")
 }

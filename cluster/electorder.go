@@ -182,7 +182,7 @@ func (n *Node) orderElections() {
 			if wait = starterAfter(hb) - silent; wait <= 0 {
 				n.cfg.Logger.Info("first in the election order and the leader has been silent: checking the leader now",
 					"silent", silent.Round(time.Millisecond).String())
-				n.timers.checkNow()
+				n.timers.checkNow(true)
 				wait = hb
 			}
 		}
@@ -230,27 +230,37 @@ func (e *electionTimers) wake(heartbeat, election time.Duration) {
 	}
 }
 
-// follow sets the timeouts of a follower: doubled for a waiter, raft's
-// configured ones otherwise.
+// follow sets the timeouts of a follower (or leader): doubled for a
+// waiter, raft's configured ones otherwise; it also puts back what a
+// campaign of checkNow lengthened.
 func (e *electionTimers) follow(slow bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.slow == slow {
-		return
-	}
 	e.slow = slow
-	e.set(e.want())
+	hb, el := e.want()
+	if rc := e.raft.ReloadableConfig(); rc.HeartbeatTimeout != hb || rc.ElectionTimeout != el {
+		e.set(hb, el)
+	}
 }
 
 // checkNow makes the follower loop run raft's leader check at once, with
 // the configured heartbeat timeout, rather than at its next random tick.
 // The check is raft's: an election starts only if the leader has been
-// silent for the heartbeat timeout.
-func (e *electionTimers) checkNow() {
+// silent for the heartbeat timeout. With lengthen, the campaign it starts
+// waits 2-4 election timeouts instead of 1-2 before trying again (raft
+// reads the election timeout when it becomes a candidate; follow puts it
+// back once a leader is known): the starter's first campaign is refused
+// by design, and only wakes the others, whose campaign it should not
+// cross with a second one of its own while theirs is under way.
+func (e *electionTimers) checkNow(lengthen bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.slow = false
-	e.wake(e.want())
+	hb, el := e.want()
+	if lengthen {
+		el *= 2
+	}
+	e.wake(hb, el)
 }
 
 // lengthenCandidacy re-arms a candidate's election timer at twice the

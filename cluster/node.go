@@ -90,6 +90,7 @@ type Node struct {
 	// peers: what the probes of the other voters found (peerconns.go).
 	timers    *electionTimers
 	peers     peerProbes
+	probedBy  chan raft.ServerID
 	transport raft.Transport
 	closers   []func() error
 	stop      chan struct{}
@@ -144,7 +145,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		cfg.SnapshotBytes = 256 << 20
 	}
 	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
-		acks: newAckTracker(), applied: make(chan struct{})}
+		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
 	n.verify = newSharedRounds(func() error { return n.confirmLeadership(context.Background()) })
 	n.meta.onApply = n.notifyApplied
 	rc := raft.DefaultConfig()
@@ -294,7 +295,7 @@ func (n *Node) electAloneNow() {
 	if len(servers) != 1 || servers[0].ID != raft.ServerID(n.cfg.NodeID) || servers[0].Suffrage != raft.Voter {
 		return
 	}
-	n.timers.checkNow()
+	n.timers.checkNow(false)
 }
 
 // RaftAddr is the address the node's transport listens on.

@@ -57,6 +57,7 @@ func (n *Node) nudgeElections() {
 			return
 		case o := <-obs:
 			if req, ok := o.Data.(raft.RequestVoteRequest); ok {
+				n.probed(req)
 				n.yieldSplitVote(req)
 				continue
 			}
@@ -91,7 +92,7 @@ func (n *Node) nudgeElections() {
 		n.cfg.Logger.Info("voters are campaigning and the leader has been silent for the heartbeat timeout: checking the leader now",
 			"leader", string(leader), "silent", time.Since(lastContact).Round(time.Millisecond).String())
 		clear(campaigning)
-		n.timers.checkNow()
+		n.timers.checkNow(false)
 	}
 }
 

@@ -31,6 +31,12 @@ import (
 // round trip (over a connection that was open: a failed first try does
 // not count) are kept per peer for the election order (electorder.go).
 
+// A restarted peer leaves dead connections in the others' pools until
+// their next probe; it probes them as soon as it knows the leader, and a
+// follower probed by a peer it has not probed for half a period probes it
+// back at once (nudgeElections sees the probe: raft observes every vote
+// request), so the pools are fresh well within the period.
+
 // peerProbeEvery is how often a follower refreshes its connections to the
 // other voters.
 const peerProbeEvery = time.Second
@@ -42,15 +48,18 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 	var running sync.WaitGroup
 	defer running.Wait()
 	busy := map[raft.ServerID]bool{} // a probe still under way (a cut-off peer holds it for the transport's timeout)
+	sent := map[raft.ServerID]time.Time{}
 	var mu sync.Mutex
 	local := trans.EncodePeer(raft.ServerID(n.cfg.NodeID), trans.LocalAddr())
 	for {
 		changed := n.leaderChanges()
+		only := raft.ServerID("") // a peer whose probe arrived: probe it back
 		select {
 		case <-n.stop:
 			return
 		case <-tick.C:
 		case <-changed:
+		case only = <-n.probedBy:
 		}
 		if n.Raft.State() != raft.Follower {
 			continue
@@ -64,7 +73,8 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 			continue // removed, or a non-voter: it never campaigns
 		}
 		for _, s := range fut.Configuration().Servers {
-			if s.Suffrage != raft.Voter || s.ID == leader || s.ID == raft.ServerID(n.cfg.NodeID) {
+			if s.Suffrage != raft.Voter || s.ID == leader || s.ID == raft.ServerID(n.cfg.NodeID) ||
+				only != "" && (s.ID != only || time.Since(sent[s.ID]) < peerProbeEvery/2) {
 				continue
 			}
 			mu.Lock()
@@ -73,6 +83,7 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 				continue
 			}
 			busy[s.ID] = true
+			sent[s.ID] = time.Now()
 			mu.Unlock()
 			running.Add(1)
 			go func(s raft.Server) {
@@ -152,4 +163,16 @@ func (p *peerProbes) maxRTT() time.Duration {
 		longest = max(longest, d)
 	}
 	return longest
+}
+
+// probed notes a probe from peer id (a vote request of term 0 marked as a
+// transfer), for keepPeerConnsWarm to probe it back.
+func (n *Node) probed(req raft.RequestVoteRequest) {
+	if req.Term != 0 || !req.LeadershipTransfer || len(req.GetRPCHeader().ID) == 0 {
+		return
+	}
+	select {
+	case n.probedBy <- raft.ServerID(req.GetRPCHeader().ID):
+	default:
+	}
 }

@@ -32,7 +32,9 @@ import (
 //
 //   - The first in the order, the starter, runs raft's leader check as soon
 //     as it has not heard from the leader for a heartbeat timeout plus a
-//     tenth (orderElections), not at its next random tick.
+//     tenth (orderElections), not at its next random tick; the campaign
+//     it starts waits 2-4 election timeouts before trying again, as it
+//     only wakes the others.
 //   - The other voters double their heartbeat and election timeouts while
 //     they follow a leader (electionTimers.follow), so that their own
 //     ticks do not notice the silence before the starter's campaign

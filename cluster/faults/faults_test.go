@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 var (
@@ -30,7 +30,7 @@ var (
 
 func build(t *testing.T, tags ...string) string {
 	t.Helper()
-	bin, err := proctest.Build(t.TempDir(), tags...)
+	bin, err := testcluster.Build(t.TempDir(), tags...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSoak(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "placementd-soak-"+time.Now().Format("20060102-150405"))
 	}
-	bin, err := proctest.Build(dir)
+	bin, err := testcluster.Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestWAN(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "placementd-wan-check-"+time.Now().Format("20060102-150405"))
 	}
-	bin, err := proctest.Build(dir)
+	bin, err := testcluster.Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

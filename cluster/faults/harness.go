@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/placementd/placementd/cluster/proctest"
 )
 
 // Config describes a run.
@@ -65,7 +63,7 @@ const secret = "faults-secret"
 // testCluster is the running processes with their Raft proxies.
 type testCluster struct {
 	cfg   Config
-	nodes []*proctest.Node
+	nodes testcluster.Procs
 	net   *network
 	rng   *rand.Rand
 	logf  func(string, ...any)
@@ -96,9 +94,9 @@ func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 	c := &testCluster{cfg: cfg, net: newNetwork(), rng: rand.New(rand.NewSource(cfg.Seed)), logf: cfg.Logf}
 	for i := 1; i <= cfg.Nodes; i++ {
 		ip := fmt.Sprintf("127.0.0.%d", 10+i)
-		httpAddr, err1 := proctest.FreeAddr(ip)
-		raftAddr, err2 := proctest.FreeAddr(ip)
-		proxyAddr, err3 := proctest.FreeAddr(ip)
+		httpAddr, err1 := testcluster.FreeAddr(ip)
+		raftAddr, err2 := testcluster.FreeAddr(ip)
+		proxyAddr, err3 := testcluster.FreeAddr(ip)
 		for _, err := range []error{err1, err2, err3} {
 			if err != nil {
 				c.stop()
@@ -106,7 +104,7 @@ func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 			}
 		}
 		id := fmt.Sprintf("n%d", i)
-		n := &proctest.Node{
+		n := &testcluster.Proc{
 			ID: id, Bin: cfg.Bin, HTTPAddr: httpAddr, RaftAddr: raftAddr, RaftAdvertise: proxyAddr,
 			DataDir: filepath.Join(cfg.Dir, id), Secret: secret, LogPath: filepath.Join(cfg.Dir, id+".log"),
 			Args: []string{
@@ -145,7 +143,7 @@ func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	if _, err := proctest.WaitHealthy(wctx, c.nodes, cfg.Nodes); err != nil {
+	if _, err := c.nodes.WaitHealthy(wctx, cfg.Nodes); err != nil {
 		c.stop()
 		return nil, err
 	}
@@ -162,7 +160,7 @@ func (c *testCluster) stop() {
 }
 
 // others are the API addresses of every node but n, to join through.
-func (c *testCluster) others(n *proctest.Node) []string {
+func (c *testCluster) others(n *testcluster.Proc) []string {
 	var out []string
 	for _, o := range c.nodes {
 		if o != n {
@@ -172,14 +170,7 @@ func (c *testCluster) others(n *proctest.Node) []string {
 	return out
 }
 
-func (c *testCluster) node(id string) *proctest.Node {
-	for _, n := range c.nodes {
-		if n.ID == id {
-			return n
-		}
-	}
-	return nil
-}
+func (c *testCluster) node(id string) *testcluster.Proc { return c.nodes.Named(id) }
 
 func (c *testCluster) ids() []string {
 	var out []string
@@ -190,27 +181,14 @@ func (c *testCluster) ids() []string {
 }
 
 // leader returns the current leader, waiting for one.
-func (c *testCluster) leader(ctx context.Context) (*proctest.Node, error) {
+func (c *testCluster) leader(ctx context.Context) (*testcluster.Proc, error) {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := proctest.Status(wctx, c.nodes)
-	if err != nil {
-		return nil, err
-	}
-	if n := c.node(st.Leader); n != nil {
-		return n, nil
-	}
-	return nil, fmt.Errorf("leader %q is not a node of the harness", st.Leader)
+	return c.nodes.Leader(wctx)
 }
 
-func (c *testCluster) followers(leader *proctest.Node) []*proctest.Node {
-	var out []*proctest.Node
-	for _, n := range c.nodes {
-		if n != leader {
-			out = append(out, n)
-		}
-	}
-	return out
+func (c *testCluster) followers(leader *testcluster.Proc) testcluster.Procs {
+	return c.nodes.Except(leader)
 }
 
 // heal undoes every fault: links restored, paused nodes resumed, stopped
@@ -235,7 +213,7 @@ func (c *testCluster) heal() error {
 func (c *testCluster) recovered(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.RecoveryTimeout)
 	defer cancel()
-	st, err := proctest.WaitHealthy(wctx, c.nodes, len(c.nodes))
+	st, err := c.nodes.WaitHealthy(wctx, len(c.nodes))
 	if err != nil {
 		return err
 	}
@@ -272,7 +250,7 @@ func (c *testCluster) nemesis(ctx context.Context, start time.Time, kind string)
 		case <-time.After(c.cfg.Hold):
 		}
 	}
-	pick := func(ns []*proctest.Node) *proctest.Node { return ns[c.rng.Intn(len(ns))] }
+	pick := func(ns testcluster.Procs) *testcluster.Proc { return ns[c.rng.Intn(len(ns))] }
 	switch kind {
 	case "kill-leader", "kill-follower":
 		victim := leader
@@ -359,7 +337,7 @@ func (c *testCluster) nemesis(ctx context.Context, start time.Time, kind string)
 		if err := leader.Stop(30 * time.Second); err != nil {
 			c.event(start, kind, "%v", err)
 		}
-		if st, err := proctest.Status(ctx, c.nodes); err == nil {
+		if st, err := c.nodes.Status(ctx); err == nil {
 			c.event(start, kind, "leader now %s; restart %s", st.Leader, leader.ID)
 		}
 		return leader.Start(c.others(leader))
@@ -370,7 +348,7 @@ func (c *testCluster) nemesis(ctx context.Context, start time.Time, kind string)
 }
 
 // region is n's region ("" without Regions).
-func (c *testCluster) region(n *proctest.Node) string {
+func (c *testCluster) region(n *testcluster.Proc) string {
 	for i, o := range c.nodes {
 		if o == n && c.cfg.Regions != nil {
 			return c.cfg.Regions[i]
@@ -437,7 +415,7 @@ feed:
 	return groups, err
 }
 
-func (c *testCluster) createProvider(ctx context.Context, w *workload, n *proctest.Node, name, id string) error {
+func (c *testCluster) createProvider(ctx context.Context, w *workload, n *testcluster.Proc, name, id string) error {
 	code, body, err := w.request(ctx, n, "POST", "/resource_providers", map[string]any{"name": name, "uuid": id})
 	if err != nil || code != 200 {
 		return fmt.Errorf("creating provider %s: %d %s %v", name, code, body, err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 var (
@@ -29,7 +29,7 @@ func TestLoadSoak(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "placementd-loadsoak-"+time.Now().Format("20060102-150405"))
 	}
-	bin, err := proctest.Build(dir)
+	bin, err := testcluster.Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

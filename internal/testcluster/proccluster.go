@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,13 +19,53 @@ import (
 // and join over TCP, slower than in-process nodes on a loaded machine.
 const ProcTimeout = 60 * time.Second
 
-// Binary builds cmd/placementd (with the given build tags) into a
-// directory of the test and returns its path.
+// builds are the binaries of a test process that ran Main, by build tags:
+// each is built once and shared by the process's tests.
+var builds struct {
+	sync.Mutex
+	dir  string // made by Main ("": every Binary builds anew)
+	bins map[string]string
+}
+
+// Main runs a package's tests (call it from TestMain) so that Binary builds
+// cmd/placementd once per set of build tags for all of them, into a
+// directory removed when they end.
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "placementd-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	builds.dir, builds.bins = dir, map[string]string{}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Binary returns cmd/placementd built with the given build tags: the one
+// build of the test process if the package runs Main, else a new build
+// in a directory of the test.
 func Binary(t testing.TB, tags ...string) string {
 	t.Helper()
-	bin, err := Build(t.TempDir(), tags...)
+	builds.Lock()
+	defer builds.Unlock()
+	key := strings.Join(tags, ",")
+	if bin, ok := builds.bins[key]; ok {
+		return bin
+	}
+	dir := t.TempDir()
+	if builds.dir != "" {
+		dir = filepath.Join(builds.dir, fmt.Sprintf("%d", len(builds.bins)))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin, err := Build(dir, tags...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if builds.dir != "" {
+		builds.bins[key] = bin
 	}
 	return bin
 }

@@ -44,6 +44,9 @@ func startWithConf(t *testing.T, bin, conf string, args ...string) *testcluster.
 	return n
 }
 
+// The process tests share one build of placementd.
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
 type apiAnswer struct {
 	status int
 	header http.Header

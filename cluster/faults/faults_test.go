@@ -57,6 +57,21 @@ func report(t *testing.T, reps []*Report) {
 	}
 }
 
+// notRun lists the nemeses of kinds that rep's run did not use.
+func notRun(rep *Report, kinds []string) []string {
+	seen := map[string]bool{}
+	for _, e := range rep.Events {
+		seen[e.Kind] = true
+	}
+	var out []string
+	for _, kind := range kinds {
+		if !seen[kind] {
+			out = append(out, kind)
+		}
+	}
+	return out
+}
+
 // TestFaultsShort is the short run of the suite: a 3-node and a 5-node
 // cluster (in parallel), each through every nemesis once, under the full
 // checks.
@@ -77,14 +92,8 @@ func TestFaultsShort(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			seen := map[string]bool{}
-			for _, e := range rep.Events {
-				seen[e.Kind] = true
-			}
-			for _, kind := range AllNemeses {
-				if !seen[kind] {
-					t.Errorf("%d nodes: nemesis %s did not run", nodes, kind)
-				}
+			for _, kind := range notRun(rep, AllNemeses) {
+				t.Errorf("%d nodes: nemesis %s did not run", nodes, kind)
 			}
 			report(t, []*Report{rep})
 		})
@@ -181,14 +190,8 @@ func TestWAN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	for _, e := range rep.Events {
-		seen[e.Kind] = true
-	}
-	for _, kind := range WANNemeses {
-		if !seen[kind] {
-			t.Errorf("nemesis %s did not run (a longer -faults.wan runs every one)", kind)
-		}
+	for _, kind := range notRun(rep, WANNemeses) {
+		t.Errorf("nemesis %s did not run (a longer -faults.wan runs every one)", kind)
 	}
 	fmt.Printf("WAN check (%s ± %s Raft RTT, regions %s; logs and data in %s): %d operations, linearizable %s, %d violations\n",
 		*wanRTT, *wanJitter, *wanRegions, dir, rep.Ops, rep.Linearizable, len(rep.Violations))

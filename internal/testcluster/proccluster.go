@@ -182,46 +182,31 @@ func (c *ProcCluster) Running() Procs {
 	return out
 }
 
-func (c *ProcCluster) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), ProcTimeout)
+// must runs one of Procs' waits for up to ProcTimeout and fails the test
+// if it fails.
+func must[T any](c *ProcCluster, wait func(context.Context) (T, error)) T {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ProcTimeout)
+	defer cancel()
+	v, err := wait(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return v
 }
 
 // Status waits until a running node that knows the leader answers the
 // cluster status, and returns it.
-func (c *ProcCluster) Status() cluster.ClusterStatus {
-	c.t.Helper()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	st, err := c.Nodes.Status(ctx)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return st
-}
+func (c *ProcCluster) Status() cluster.ClusterStatus { c.t.Helper(); return must(c, c.Nodes.Status) }
 
 // Healthy waits until the cluster reports want healthy members.
 func (c *ProcCluster) Healthy(want int) cluster.ClusterStatus {
 	c.t.Helper()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	st, err := c.Nodes.WaitHealthy(ctx, want)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return st
+	return must(c, func(ctx context.Context) (cluster.ClusterStatus, error) { return c.Nodes.WaitHealthy(ctx, want) })
 }
 
 // Leader waits until the running nodes name a leader among them.
-func (c *ProcCluster) Leader() *Proc {
-	c.t.Helper()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	n, err := c.Nodes.Leader(ctx)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return n
-}
+func (c *ProcCluster) Leader() *Proc { c.t.Helper(); return must(c, c.Nodes.Leader) }
 
 // Followers returns the running nodes other than the leader.
 func (c *ProcCluster) Followers() Procs {
@@ -231,16 +216,7 @@ func (c *ProcCluster) Followers() Procs {
 
 // Converged waits until every running node reports the same digest at
 // the same state index, and returns it as digest@index.
-func (c *ProcCluster) Converged() string {
-	c.t.Helper()
-	ctx, cancel := c.ctx()
-	defer cancel()
-	state, err := c.Running().Converged(ctx)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return state
-}
+func (c *ProcCluster) Converged() string { c.t.Helper(); return must(c, c.Running().Converged) }
 
 // AddLab makes a node (not started) inside host h of a WAN lab, named as
 // the host, its API reached with hc (see LabNode).

@@ -2,8 +2,8 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"github.com/placementd/placementd/internal/testcluster"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // Config describes a run.
@@ -416,10 +418,13 @@ feed:
 }
 
 func (c *testCluster) createProvider(ctx context.Context, w *workload, n *testcluster.Proc, name, id string) error {
-	code, body, err := w.request(ctx, n, "POST", "/resource_providers", map[string]any{"name": name, "uuid": id})
-	if err != nil || code != 200 {
-		return fmt.Errorf("creating provider %s: %d %s %v", name, code, body, err)
-	}
+	// Set-up comes before any fault, but on a loaded machine an election
+	// can still answer a write 503 (its outcome unknown): it is tried
+	// again until done. The name and id are this run's own, so a conflict
+	// means an earlier try took effect (checked for the inventory).
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	inventories := "/resource_providers/" + id + "/inventories"
 	inv := map[string]any{
 		"resource_provider_generation": 0,
 		"inventories": map[string]any{
@@ -427,11 +432,26 @@ func (c *testCluster) createProvider(ctx context.Context, w *workload, n *testcl
 			"MEMORY_MB": map[string]any{"total": memoryCapacity, "max_unit": memoryCapacity},
 		},
 	}
-	code, body, err = w.request(ctx, n, "PUT", "/resource_providers/"+id+"/inventories", inv)
-	if err != nil || code != 200 {
-		return fmt.Errorf("inventory of %s: %d %s %v", name, code, body, err)
-	}
-	return nil
+	return testcluster.Poll(ctx, func() error {
+		code, body, err := w.request(ctx, n, "POST", "/resource_providers", map[string]any{"name": name, "uuid": id})
+		if err != nil || (code != 200 && code != 409) {
+			return fmt.Errorf("creating provider %s: %d %s %v", name, code, body, err)
+		}
+		code, body, err = w.request(ctx, n, "PUT", inventories, inv)
+		if err == nil && code == 409 {
+			var got struct {
+				Inventories map[string]struct{ Total int } `json:"inventories"`
+			}
+			if code, body, err = w.request(ctx, n, "GET", inventories, nil); err == nil && code == 200 &&
+				json.Unmarshal(body, &got) == nil && got.Inventories["VCPU"].Total == vcpuCapacity {
+				return nil
+			}
+		}
+		if err != nil || code != 200 {
+			return fmt.Errorf("inventory of %s: %d %s %v", name, code, body, err)
+		}
+		return nil
+	})
 }
 
 // crashes lists the nodes' exits nobody asked for.

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,14 +12,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/internal/wanlab"
 )
 
 // labCluster starts n placementd processes in a WAN lab, each in its own
 // namespace, plus a "client" host and a "ctl" host (no delay, for status
 // polls), or skips the test where no lab can run.
-func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, []*proctest.Node) {
+func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, *testcluster.ProcCluster) {
 	t.Helper()
 	if testing.Short() || os.Getenv("PLACEMENTD_WANLAB") == "off" {
 		t.Skip("the WAN lab is left out (-short or PLACEMENTD_WANLAB=off)")
@@ -41,10 +40,8 @@ func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, []*proctest.N
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lab.Close() })
-	bin, err := proctest.Build(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testcluster.NewProcs(t, testcluster.Binary(t))
+	c.Args = append([]string{"--leave-on-shutdown=false"}, args...)
 	ctl, err := lab.AddHost("ctl")
 	if err != nil {
 		t.Fatal(err)
@@ -52,34 +49,15 @@ func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, []*proctest.N
 	if _, err := lab.AddHost("client"); err != nil {
 		t.Fatal(err)
 	}
-	var nodes []*proctest.Node
-	var join []string
 	for i := 1; i <= n; i++ {
 		h, err := lab.AddHost(fmt.Sprintf("n%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		node := proctest.LabNode(h, h.Name, bin, dir, secret, ctl.HTTPClient(), append([]string{"--leave-on-shutdown=false"}, args...)...)
-		if err := node.Start(join); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if node.Running() {
-				node.Kill()
-			}
-			if t.Failed() {
-				t.Logf("%s's log:\n%s", node.ID, node.LogTail(3000))
-			}
-		})
-		nodes = append(nodes, node)
-		join = []string{nodes[0].HTTPAddr}
+		c.Grow(c.AddLab(h, ctl.HTTPClient()))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := proctest.WaitHealthy(ctx, nodes, n); err != nil {
-		t.Fatal(err)
-	}
-	return lab, nodes
+	c.Healthy(n)
+	return lab, c
 }
 
 // A leader cut off by a partition never answers what it was forwarded:
@@ -87,7 +65,8 @@ func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, []*proctest.N
 // read is answered by the new leader and a write gets its 503 (unknown
 // outcome) within an election, not when the client gives up.
 func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
-	lab, nodes := labCluster(t, 3, "--raft-timing-multiplier", "0.5")
+	lab, c := labCluster(t, 3, "--raft-timing-multiplier", "0.5")
+	nodes := c.Nodes
 	for i, a := range nodes {
 		for _, b := range nodes[i+1:] {
 			if err := lab.SetRTT(a.ID, b.ID, 40*time.Millisecond, 0); err != nil {
@@ -95,13 +74,8 @@ func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := proctest.WaitHealthy(ctx, nodes, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var leader, via *proctest.Node
+	st := c.Healthy(3)
+	var leader, via *testcluster.Proc
 	var others []string
 	for _, n := range nodes {
 		if n.ID == st.Leader {
@@ -172,7 +146,8 @@ func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 // lab's delayer shares a loaded machine): the test shows that failover
 // happens and stays bounded, wan-bench measures it.
 func TestLabFailoverIsPrompt(t *testing.T) {
-	lab, nodes := labCluster(t, 3, "--raft-timing-multiplier", "0.5", "--raft-leader-lease-timeout", "400ms")
+	lab, c := labCluster(t, 3, "--raft-timing-multiplier", "0.5", "--raft-leader-lease-timeout", "400ms")
+	nodes := c.Nodes
 	for i, a := range nodes {
 		for _, b := range nodes[i+1:] {
 			if err := lab.SetRTT(a.ID, b.ID, 150*time.Millisecond, 0); err != nil {
@@ -185,7 +160,7 @@ func TestLabFailoverIsPrompt(t *testing.T) {
 	}
 	hc := lab.Host("client").HTTPClient()
 	hc.Timeout = 15 * time.Second
-	write := func(via *proctest.Node) int {
+	write := func(via *testcluster.Proc) int {
 		u := uuid.NewString()
 		req, _ := http.NewRequest(http.MethodPost, "http://"+via.HTTPAddr+"/resource_providers",
 			bytes.NewReader(fmt.Appendf(nil, `{"uuid": %q, "name": %q}`, u, u)))
@@ -202,24 +177,10 @@ func TestLabFailoverIsPrompt(t *testing.T) {
 	}
 	const bound = 6 * time.Second
 	for kill := range 2 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		st, err := proctest.WaitHealthy(ctx, nodes, 3)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var dead, via *proctest.Node
-		for _, n := range nodes {
-			if n.ID == st.Leader {
-				dead = n
-			} else if via == nil {
-				via = n
-			}
-		}
+		dead := nodes.Named(c.Healthy(3).Leader)
+		via := nodes.Except(dead)[0]
 		start := time.Now()
-		if err := dead.Kill(); err != nil {
-			t.Fatal(err)
-		}
+		c.Kill(dead)
 		for write(via) != http.StatusOK {
 			if time.Since(start) > bound {
 				t.Fatalf("kill %d: no write accepted through %s within %v of killing the leader %s", kill, via.ID, bound, dead.ID)
@@ -227,8 +188,6 @@ func TestLabFailoverIsPrompt(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		t.Logf("kill %d: leader %s killed, a write through %s accepted after %v", kill, dead.ID, via.ID, time.Since(start).Round(time.Millisecond))
-		if err := dead.Start(nil); err != nil {
-			t.Fatal(err)
-		}
+		c.Restart(dead)
 	}
 }

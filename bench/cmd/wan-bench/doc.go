@@ -9,6 +9,9 @@
 //
 //	make wan-bench [WAN_RTTS=0,20,80,150,80/20] [WAN_REQUESTS=100] ...
 //
+// With -serve-flags-b the failovers and region cuts of each row alternate
+// between two flag sets (A/B in one run, all nodes restarted in between).
+//
 // It needs root (namespaces, iptables). Every figure comes from one run on
 // a shared machine: compare rows of one table, not tables of two runs.
 //

@@ -265,15 +265,27 @@ func (e *electionTimers) checkNow(lengthen bool) {
 	e.wake(hb, el)
 }
 
-// lengthenCandidacy re-arms a candidate's election timer at twice the
-// election timeout, and puts the configured timeouts back after settle
-// (raft has re-armed by then on a machine that is not starved; the
-// re-armed timer stays as it is).
+// campaignSoon re-arms a candidate's election timer at 1-2 leader lease
+// timeouts, the least the other timeouts may be (see rearm).
+func (e *electionTimers) campaignSoon(stop <-chan struct{}, settle time.Duration) {
+	e.rearm(stop, settle, e.base.LeaderLease, e.base.LeaderLease)
+}
+
+// lengthenCandidacy re-arms a candidate's election timer at 2-4 election
+// timeouts (see rearm).
 func (e *electionTimers) lengthenCandidacy(stop <-chan struct{}, settle time.Duration) {
+	e.rearm(stop, settle, e.base.Heartbeat, 2*e.base.Election)
+}
+
+// rearm sets the timeouts to heartbeat and election, which makes raft
+// re-arm a candidate's election timer with the new election timeout, and
+// puts the configured timeouts back after settle (raft has re-armed by
+// then on a machine that is not starved; raising them again does not
+// re-arm the timer, which stays as it is).
+func (e *electionTimers) rearm(stop <-chan struct{}, settle, heartbeat, election time.Duration) {
 	e.mu.Lock()
 	e.slow = false
-	hb, el := e.want()
-	e.wake(hb, 2*el)
+	e.wake(heartbeat, election)
 	e.mu.Unlock()
 	select {
 	case <-stop:

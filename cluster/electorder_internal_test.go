@@ -100,3 +100,20 @@ func TestTurnSlot(t *testing.T) {
 		t.Errorf("starterAfter(%v) = %v, want 550ms", hb, got)
 	}
 }
+
+func TestLogAhead(t *testing.T) {
+	for _, tc := range []struct {
+		term, index, otherTerm, otherIndex uint64
+		want                               bool
+	}{
+		{5, 134, 5, 133, true},  // same term, one entry more
+		{5, 133, 5, 133, false}, // equal: the other's campaign passes here
+		{5, 133, 5, 134, false},
+		{6, 10, 5, 200, true}, // a later term wins over a longer log
+		{5, 200, 6, 10, false},
+	} {
+		if got := logAhead(tc.term, tc.index, tc.otherTerm, tc.otherIndex); got != tc.want {
+			t.Errorf("logAhead(%d, %d, %d, %d) = %v, want %v", tc.term, tc.index, tc.otherTerm, tc.otherIndex, got, tc.want)
+		}
+	}
+}

@@ -75,6 +75,14 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		}
 		defer metricsLn.Close()
 	}
+	if c.pprofAddr != "" {
+		stopPprof, err := servePprof(c.pprofAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopPprof()
+	}
 	sec := &c.security
 	limits, err := c.httpLimits.limits(c.requestTimeout)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,15 +121,24 @@ func (s *search) shape(lay *layout, fresh bool) shape {
 		sig.Reset()
 	}
 	key := shapeKeyOf(s.st)
-	// One search walks at a time: those arriving meanwhile wait for its
-	// shape rather than walk too.
+	kept := func(last *shapes) (shape, bool) {
+		if last == nil || last.key != key || fresh {
+			return shape{}, false
+		}
+		sh, ok := last.byLevel[sig.String()]
+		return sh, ok
+	}
+	// Concurrent searches read the kept shapes without a lock; one search
+	// walks at a time, those arriving meanwhile wait for its shape rather
+	// than walk too.
+	if sh, ok := kept(lastShapes.Load()); ok {
+		return sh
+	}
 	shapeWalk.Lock()
 	defer shapeWalk.Unlock()
 	last := lastShapes.Load()
-	if last != nil && last.key == key && !fresh {
-		if sh, ok := last.byLevel[sig.String()]; ok {
-			return sh
-		}
+	if sh, ok := kept(last); ok {
+		return sh
 	}
 	var sh shape
 	if s.hasTrees {
@@ -230,18 +240,8 @@ func countHeld(lv *level, tree []*state.Provider) int {
 	return n
 }
 
-// reachCount counts the sharing providers of every aggregate of a provider
-// of tree (a provider as often as it is reached): at least how many
-// sharing providers the tree reaches.
-func (s *search) reachCount(tree []*state.Provider) int {
-	n := 0
-	for _, p := range tree {
-		n += s.reachOf(p)
-	}
-	return n
-}
-
-// reachOf is reachCount of p alone.
+// reachOf counts the sharing providers of every aggregate of p (a
+// provider as often as it is reached): what p adds to its tree's reach.
 func (s *search) reachOf(p *state.Provider) int {
 	n := 0
 	if len(s.sharingByAgg) > 0 {
@@ -270,6 +270,25 @@ type sampler struct {
 	picked []*state.Provider
 	// stale is set when an anchor does not fit the shape.
 	stale bool
+	// treeTraits are the required OR-groups of traits no sharing provider
+	// has: a slot is real only if a provider of its anchor's tree has one
+	// of each, which real checks first (most anchors of a cloud where a
+	// trait is rare fail it).
+	treeTraits [][]string
+}
+
+// treeOnlyTraits lists the required OR-groups of the layout's groups
+// that no sharing provider meets.
+func (s *search) treeOnlyTraits(lay *layout) [][]string {
+	var out [][]string
+	for _, g := range lay.groups {
+		for _, anyOf := range g.Required {
+			if !slices.ContainsFunc(s.sharingAll, func(sp *state.Provider) bool { return hasAnyTrait(sp, anyOf) }) {
+				out = append(out, anyOf)
+			}
+		}
+	}
+	return out
 }
 
 // randomCombinations returns k combinations drawn uniformly without
@@ -330,6 +349,7 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 	if slots == 0 || sm.perAnchor > math.MaxInt64/uint64(slots) {
 		return nil, false, false
 	}
+	sm.treeTraits = s.treeOnlyTraits(lay)
 	sm.it = anchorIter{s: s, lay: lay, opts: make([][]*state.Provider, n), choice: make([]int, n)}
 	for l := range sm.it.opts {
 		sm.it.opts[l] = sm.picked[l : l+1]
@@ -339,7 +359,7 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 	budget := drawsPerSlot*uint64(slots) + samplingMinDraws
 	judge := max(samplingMinDraws, budget/8)
 	// moved holds the shuffle's swaps: position -> slot moved there.
-	moved := map[uint64]uint64{}
+	moved := make(map[uint64]uint64, min(budget, 2*uint64(k)))
 	slotAt := func(i uint64) uint64 {
 		if v, ok := moved[i]; ok {
 			return v
@@ -382,6 +402,11 @@ func (sm *sampler) real(a *state.Provider, digits uint64) bool {
 		// (A lone root fits any level some tree holds.)
 		if (len(sm.tree) > 1 || sm.shape.held[l] == 0) && countHeld(&sm.lay.levels[l], sm.tree) > sm.shape.held[l] {
 			sm.stale = true
+			return false
+		}
+	}
+	for _, anyOf := range sm.treeTraits {
+		if !slices.ContainsFunc(sm.tree, func(p *state.Provider) bool { return hasAnyTrait(p, anyOf) }) {
 			return false
 		}
 	}
@@ -456,11 +481,11 @@ func (sm *sampler) sharedWith(a *state.Provider) []*state.Provider {
 		return sm.shared
 	}
 	sm.sharedDone = true
-	s := sm.s
-	if s.reachCount(sm.tree) > sm.shape.reach {
+	var reach int
+	sm.shared, reach = sm.s.sharingProviders(sm.shared[:0], sm.tree, a.UUID)
+	if reach > sm.shape.reach {
 		sm.stale = true
 	}
-	sm.shared = s.sharingProviders(sm.shared[:0], sm.tree, a.UUID)
 	return sm.shared
 }
 

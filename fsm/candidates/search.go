@@ -53,7 +53,10 @@ type search struct {
 	// groupEmpty memoizes whether a group alone has no candidate.
 	groupEmpty map[int]bool
 	sc         scratch
-	slab       []*state.Provider
+	// slab is where snapshot cuts combinations from; slabFor is about
+	// how many the search keeps (0: unknown), which sizes a new slab.
+	slab    []*state.Provider
+	slabFor int
 
 	// ctx ends the search when the request is cancelled or times out.
 	ctx context.Context
@@ -657,7 +660,7 @@ func (s *search) newIter(lay *layout, a *state.Provider, keep bool) *anchorIter 
 // appendTree appends a's tree, in ID order, to buf.
 func (s *search) appendTree(buf []*state.Provider, a *state.Provider) []*state.Provider {
 	buf = append(buf, a)
-	if !hasChildren(s.st, a) {
+	if !s.hasTrees || !hasChildren(s.st, a) {
 		return buf
 	}
 	start := len(buf) - 1
@@ -681,17 +684,24 @@ func (s *search) sharedWith(a *state.Provider) []*state.Provider {
 		return sc.shared
 	}
 	sc.sharedDone = true
-	sc.shared = s.sharingProviders(sc.shared[:0], sc.tree, a.UUID)
+	sc.shared, _ = s.sharingProviders(sc.shared[:0], sc.tree, a.UUID)
 	return sc.shared
 }
 
 // sharingProviders appends to out, in ID order, the sharing providers
 // outside the tree rooted at root that share an aggregate with a provider
-// of tree.
-func (s *search) sharingProviders(out, tree []*state.Provider, root string) []*state.Provider {
+// of tree. reach counts the sharing providers of every aggregate of a
+// provider of tree, a provider as often as it is reached (at least how
+// many the tree reaches; the sampling's shape bounds it).
+func (s *search) sharingProviders(out, tree []*state.Provider, root string) (_ []*state.Provider, reach int) {
+	if len(s.sharingByAgg) == 0 {
+		return out, 0
+	}
 	for _, p := range tree {
 		for agg := range aggregatesOf(p) {
-			for _, sp := range s.sharingByAgg[agg] {
+			sps := s.sharingByAgg[agg]
+			reach += len(sps)
+			for _, sp := range sps {
 				if sp.RootUUID != root && !containsProvider(out, sp) {
 					out = append(out, sp)
 				}
@@ -699,7 +709,7 @@ func (s *search) sharingProviders(out, tree []*state.Provider, root string) []*s
 		}
 	}
 	sortByID(out)
-	return out
+	return out, reach
 }
 
 func containsProvider(list []*state.Provider, p *state.Provider) bool {
@@ -936,7 +946,11 @@ func (it *anchorIter) snapshot() []*state.Provider {
 	n := len(it.choice)
 	s := it.s
 	if len(s.slab) < n {
-		s.slab = make([]*state.Provider, n*256)
+		size := 256
+		if s.slabFor > 0 {
+			size = min(size, s.slabFor)
+		}
+		s.slab = make([]*state.Provider, n*size)
 	}
 	out := s.slab[:n:n]
 	s.slab = s.slab[n:]
@@ -986,6 +1000,7 @@ func (s *search) run() *Result {
 	// summaries) or the cap leaves fewer than limit to sample from.
 	if s.opt.Randomize && limit > 0 && !excludeNested && (s.opt.MaxCandidates <= 0 || s.opt.MaxCandidates >= limit) {
 		held := s.held
+		s.slabFor = limit
 		if chosen, ok := s.randomCombinations(lay, limit); ok {
 			return s.result(lay, chosen, chosen, false, false)
 		}
@@ -1005,6 +1020,7 @@ func (s *search) run() *Result {
 	if m := s.opt.MaxCandidates; m > 0 && (want == 0 || m < want) {
 		want = m
 	}
+	s.slabFor = want
 	gen := s.combinations(lay, s.anchorSource(s.groups, want))
 
 	var all [][]*state.Provider

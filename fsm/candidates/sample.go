@@ -74,7 +74,7 @@ import (
 const (
 	samplingMinDraws = 64
 	drawsPerSlot     = 8
-	// movedBytes is what a draw adds to the shuffle's map.
+	// movedBytes is what a draw adds to the shuffle's map (at most).
 	movedBytes = 48
 )
 
@@ -358,22 +358,16 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 	space := uint64(slots) * sm.perAnchor
 	budget := drawsPerSlot*uint64(slots) + samplingMinDraws
 	judge := max(samplingMinDraws, budget/8)
-	// moved holds the shuffle's swaps: position -> slot moved there.
-	moved := make(map[uint64]uint64, min(budget, 2*uint64(k)))
-	slotAt := func(i uint64) uint64 {
-		if v, ok := moved[i]; ok {
-			return v
-		}
-		return i
-	}
+	moved := newShuffle(space, min(budget, 2*uint64(k)))
+	out = make([][]*state.Provider, 0, min(k, 256))
 	width := int64(n)
 	for draw := uint64(0); draw < space && len(out) < k; draw++ {
 		if !s.tick(1) || draw >= budget || draw >= judge && uint64(len(out))*budget < draw*uint64(k) {
 			return nil, false, false
 		}
 		r := draw + s.randN(space-draw)
-		v := slotAt(r)
-		moved[r] = slotAt(draw)
+		v := moved.at(r)
+		moved.set(r, moved.at(draw))
 		s.hold(movedBytes)
 		if sm.real(at(int(v/sm.perAnchor)), v%sm.perAnchor) {
 			out = append(out, sm.it.snapshot())
@@ -387,6 +381,48 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 		return nil, false, false
 	}
 	return out, true, false
+}
+
+// shuffle holds the swaps of a Fisher-Yates shuffle of [0, n) done
+// lazily: the slot moved to each position swapped so far. A small space
+// is an array (a draw is an index, not a hash insertion), a larger one a
+// map of the positions drawn.
+type shuffle struct {
+	dense  []uint32 // slot+1, 0 for a position not moved
+	sparse map[uint64]uint64
+}
+
+// denseShuffle is the largest space held in an array (32 KiB).
+const denseShuffle = 1 << 13
+
+func newShuffle(n, draws uint64) *shuffle {
+	if n <= denseShuffle {
+		return &shuffle{dense: make([]uint32, n)}
+	}
+	return &shuffle{sparse: make(map[uint64]uint64, draws)}
+}
+
+// at is the slot at position i.
+func (sh *shuffle) at(i uint64) uint64 {
+	if sh.dense != nil {
+		if v := sh.dense[i]; v != 0 {
+			return uint64(v - 1)
+		}
+		return i
+	}
+	if v, ok := sh.sparse[i]; ok {
+		return v
+	}
+	return i
+}
+
+// set moves slot v to position i.
+func (sh *shuffle) set(i, v uint64) {
+	if sh.dense != nil {
+		sh.dense[i] = uint32(v + 1)
+		return
+	}
+	sh.sparse[i] = v
 }
 
 // real reports whether the slot of anchor a with digits (in mixed radix)

@@ -1265,12 +1265,8 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 	s.tick(len(provs))
 	// Upstream reads the trees' providers by root id (its index), then
 	// provider id.
-	sort.Slice(provs, func(i, j int) bool {
-		ri, rj := s.rootOf(provs[i]).ID, s.rootOf(provs[j]).ID
-		if ri != rj {
-			return ri < rj
-		}
-		return provs[i].ID < provs[j].ID
+	slices.SortFunc(provs, func(p, q *state.Provider) int {
+		return cmp.Or(cmp.Compare(s.rootOf(p).ID, s.rootOf(q).ID), cmp.Compare(p.ID, q.ID))
 	})
 	out := make([]Summary, len(provs))
 	inventories := 0
@@ -1279,8 +1275,9 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 	}
 	resources := make([]SummaryResource, inventories)
 	var classes []string
+	classIDs := map[string]int{}
 	for i, p := range provs {
-		classes = appendInventoryClassesByID(s.st, classes[:0], p) // upstream's usage query gives them so
+		classes = appendInventoryClassesByID(s.st, classIDs, classes[:0], p) // upstream's usage query gives them so
 		rs := cut(&resources, len(classes))
 		for j, class := range classes {
 			rs[j] = SummaryResource{Class: class, Capacity: inventoryOf(p, class).Capacity(), Used: usageOf(p, class)}

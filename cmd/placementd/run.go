@@ -131,7 +131,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 
 	defer mtr.WatchNode(node, c.dataDir)()
-	api := httpapi.New(mtr.Backend(node), httpapi.Config{
+	apiCfg := httpapi.Config{
 		IncompleteConsumerProjectID: c.incompleteProject,
 		IncompleteConsumerUserID:    c.incompleteUser,
 		CORSAllowedOrigins:          splitList(c.corsAllowedOrigin),
@@ -146,10 +146,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		AllocationCandidatesStrategy:  c.candidates.strategy,
 		CandidatesMaxBytes:            c.candidates.memoryMB << 20,
 		RequestTimeout:                c.requestTimeout,
-		MaxBodyDecodeBytes:            mbOrUnbounded(c.httpLimits.maxBodyDecodeMB),
-		MaxCandidateSearches:          c.httpLimits.maxCandidateSearches,
-		AdmissionWait:                 c.httpLimits.admissionWait,
-	})
+	}
+	c.httpLimits.apiLimits(&apiCfg)
+	api := httpapi.New(mtr.Backend(node), apiCfg)
 	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
 	frontCtx, stopFront := context.WithCancel(context.Background())
 	defer stopFront()

@@ -89,8 +89,9 @@ func (s *Server) ReadForwarded(w http.ResponseWriter, r *http.Request) (body []b
 	if announced > limit {
 		announced = limit
 	}
-	// A refusal goes through the request log: request id, log, metrics.
-	answer := func(f http.HandlerFunc) { s.requestLog(f).ServeHTTP(w, r) }
+	// A refusal goes through the request log (request id, log, metrics)
+	// and the microversion (error codes from 1.23).
+	answer := func(f http.HandlerFunc) { s.requestLog(negotiateVersion(f)).ServeHTTP(w, r) }
 	body, err := readBody(io.LimitReader(r.Body, limit), announced)
 	if err != nil {
 		answer(func(w http.ResponseWriter, r *http.Request) { answerReadError(w, r, err) })

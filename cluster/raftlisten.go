@@ -57,13 +57,21 @@ var DefaultRaftConnLimits = RaftConnLimits{
 
 // Check reports a limit that cannot work.
 func (l RaftConnLimits) Check() error {
-	switch {
-	case l.Handshake <= 0 || l.FirstMessage <= 0:
-		return fmt.Errorf("raft connection deadlines %s (handshake), %s (first message): want positive durations", l.Handshake, l.FirstMessage)
-	case l.MaxPending < 1 || l.MaxOpen < 1:
-		return fmt.Errorf("raft connection caps %d (pending), %d (open): want at least 1", l.MaxPending, l.MaxOpen)
-	case l.MaxPerSource < 0:
-		return fmt.Errorf("raft connections per source address %d: want 0 (no cap) or more", l.MaxPerSource)
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"handshake timeout", l.Handshake}, {"first message timeout", l.FirstMessage}} {
+		if d.v <= 0 {
+			return fmt.Errorf("raft %s %s: want a positive duration", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name   string
+		v, min int
+	}{{"pending connections", l.MaxPending, 1}, {"connections", l.MaxOpen, 1}, {"connections per source address", l.MaxPerSource, 0}} {
+		if n.v < n.min {
+			return fmt.Errorf("raft max %s %d: want %d or more", n.name, n.v, n.min)
+		}
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 	node, err := cluster.Open(cluster.Config{
 		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
-		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS,
+		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS, RaftConns: &cf.raftConns,
 		// A fresh node given --join waits to be added instead.
 		Bootstrap:     len(joins) == 0,
 		Logger:        raftLogger(log),

@@ -209,17 +209,8 @@ func TestFollowerAdmission(t *testing.T) {
 		if chunked {
 			rd = io.MultiReader(rd) // no length known: sent chunked
 		}
-		req, _ := http.NewRequest(http.MethodPost, base+"/resource_classes", rd)
-		req.Header.Set("X-Auth-Token", "admin")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("OpenStack-API-Version", "placement 1.39")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return rawResp{}, err
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		return rawResp{resp.StatusCode, resp.Header, string(raw)}, err
+		r, err := testcluster.Send(http.DefaultClient, base, http.MethodPost, "/resource_classes", rd)
+		return rawResp{r.Status, r.Header, string(r.Body)}, err
 	}
 	classStatus := func(name string) int {
 		return send(t, leader.URL, "GET", "/resource_classes/"+name, map[string]string{"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}, "").status

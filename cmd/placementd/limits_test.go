@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // --max-request-body-mb bounds the API's request bodies: with 1, a body of
@@ -32,17 +33,8 @@ func TestMaxRequestBodyFlag(t *testing.T) {
 				rd = io.MultiReader(rd) // no length known: sent chunked
 			}
 		}
-		req, _ := http.NewRequest(method, "http://"+addr+path, rd)
-		req.Header.Set("X-Auth-Token", "admin")
-		req.Header.Set("OpenStack-API-Version", "placement 1.39")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, raw
+		r := testcluster.Do(t, "http://"+addr, method, path, rd)
+		return r.Status, r.Body
 	}
 	if status, raw := send("POST", "/resource_providers", provider("at-the-bound", 1<<20), false); status != http.StatusOK {
 		t.Fatalf("a body of exactly 1 MiB: %d %s", status, raw)

@@ -81,11 +81,7 @@ func TestLimitFlags(t *testing.T) {
 	if c.httpLimits.maxRequestBodyMB != 4 || c.cluster.raftConns.MaxPerSource != 8 || c.cluster.raftConns.Handshake.String() != "3s" {
 		t.Fatalf("from placement.conf and the command line: --max-request-body-mb %d, raft connections %+v", c.httpLimits.maxRequestBodyMB, c.cluster.raftConns)
 	}
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	refusedAtStart(t, []startRefusal{
 		{[]string{"--max-request-body-mb", "0"}, "--max-request-body-mb 0: want 1 to 1024"},
 		{[]string{"--max-request-body-mb", "1025"}, "--max-request-body-mb 1025"},
 		{[]string{"--raft-handshake-timeout", "0s"}, "raft handshake timeout 0s"},
@@ -93,13 +89,5 @@ func TestLimitFlags(t *testing.T) {
 		{[]string{"--raft-max-pending-connections", "0"}, "raft max pending connections 0"},
 		{[]string{"--raft-max-connections", "0"}, "raft max connections 0"},
 		{[]string{"--raft-max-connections-per-ip", "-1"}, "raft max connections per source address -1"},
-	} {
-		err := serve(append([]string{"--data-dir", dir}, tc.args...))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("serve %v: %v, want an error saying %q", tc.args, err, tc.want)
-		}
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("a refused start wrote to the data dir: %v", entries)
-	}
+	})
 }

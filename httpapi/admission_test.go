@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/internal/testcluster"
 )
@@ -181,12 +183,16 @@ func TestFollowerAdmission(t *testing.T) {
 	defer release()
 	var mu sync.Mutex
 	observers := map[string]*abortCounter{}
+	servers := map[string]*Server{}
 	c, _ := testcluster.Three(t, func(node *cluster.Node, logger *slog.Logger) http.Handler {
 		obs := &abortCounter{reasons: map[string]int{}}
 		mu.Lock()
 		observers[node.ID()] = obs
 		mu.Unlock()
 		s := New(node, Config{Logger: logger, Observer: obs, MaxBodyBytes: bound, MaxBodyDecodeBytes: bound, AdmissionWait: time.Millisecond})
+		mu.Lock()
+		servers[node.ID()] = s
+		mu.Unlock()
 		s.onAdmitted = func(kind string) {
 			if kind == AdmitForward {
 				select {
@@ -197,7 +203,12 @@ func TestFollowerAdmission(t *testing.T) {
 			}
 		}
 		return s
-	}, nil)
+	}, func(rc *raft.Config) {
+		// Raft's own timeouts, not the harness's fast ones: the test
+		// needs the leader to stay (a body forwarded back to the node
+		// that forwarded it would count there twice).
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+	})
 	leader, follower := c.Leader(), c.Followers()[0]
 	// A resource class's body, padded with blanks to size bytes.
 	padded := func(name string, size int) string {
@@ -253,11 +264,24 @@ func TestFollowerAdmission(t *testing.T) {
 	if r := <-held; r.status != http.StatusCreated {
 		t.Fatalf("the held body: %d %s", r.status, r.body)
 	}
+	// The follower gives its share back once it has relayed the answer,
+	// which the client may read first.
+	mu.Lock()
+	fsrv := servers[follower.ID]
+	mu.Unlock()
+	freed := func() {
+		t.Helper()
+		testcluster.WaitFor(t, 10*time.Second, "the follower's admission given back", func() error {
+			return testcluster.Check(fsrv.bodySlots.InUse() == 0, "%d bytes held", fsrv.bodySlots.InUse())
+		})
+	}
+	freed()
 	if r, err := post(follower.URL, padded("CUSTOM_AFTER", 600<<10), false); err != nil || r.status != http.StatusCreated {
 		t.Fatalf("a body to the follower once the share was given back: %d %s %v", r.status, r.body, err)
 	}
 
 	for _, chunked := range []bool{false, true} {
+		freed()
 		r, err := post(follower.URL, padded("CUSTOM_TOO_BIG", bound+1), chunked)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"iter"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -72,10 +73,23 @@ type search struct {
 // about a millisecond.
 const checkEvery = 4096
 
+// yield is called at every look at the context but the first (every
+// checkEvery steps, some tens to a few hundred microseconds of work, so
+// that the many searches shorter than that never yield): it lets the
+// goroutines waiting for a processor run before the search goes on
+// (tests count the calls). Go preempts a running goroutine only after
+// about 10 ms, so without it a long search on a small machine would hold
+// a whole processor that long at a time, and the handlers, Raft and
+// Apply of the writes beside it would queue for the rest.
+var yield = runtime.Gosched
+
 // tick records n steps of work and reports whether the search may go on.
 func (s *search) tick(n int) bool {
 	s.steps += int64(n)
 	if s.steps >= s.nextCheck && s.err == nil {
+		if s.nextCheck > 0 {
+			yield()
+		}
 		s.nextCheck = s.steps + checkEvery
 		s.err = s.ctx.Err()
 	}

@@ -54,7 +54,11 @@ type search struct {
 	// groupEmpty memoizes whether a group alone has no candidate.
 	groupEmpty map[int]bool
 	sc         scratch
-	slab       []*state.Provider
+	// slab is where snapshot cuts combinations from; slabRows counts the
+	// rows allocated, expect the combinations the answer will keep when
+	// known (a limit or the cap), so that the first slab is no larger.
+	slab             []*state.Provider
+	slabRows, expect int
 
 	// ctx ends the search when the request is cancelled or times out.
 	ctx context.Context
@@ -950,7 +954,12 @@ func (it *anchorIter) snapshot() []*state.Provider {
 	n := len(it.choice)
 	s := it.s
 	if len(s.slab) < n {
-		s.slab = make([]*state.Provider, n*256)
+		rows := 256
+		if left := s.expect - s.slabRows; left > 0 && left < rows {
+			rows = left
+		}
+		s.slabRows += rows
+		s.slab = make([]*state.Provider, n*rows)
 	}
 	out := s.slab[:n:n]
 	s.slab = s.slab[n:]
@@ -1021,7 +1030,11 @@ func (s *search) run() *Result {
 	}
 	gen := s.combinations(lay, s.anchorSource(s.groups, want))
 
+	s.expect = want
 	var all [][]*state.Provider
+	if want > 0 {
+		all = make([][]*state.Provider, 0, min(want, 1024))
+	}
 	generated := 0
 	var seen map[string]bool
 	width := int64(len(lay.levels))

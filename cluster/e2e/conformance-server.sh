@@ -10,8 +10,20 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 compose() { "$here/compose.sh" "$@"; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-export PLACEMENTD_NODE1_PORT=$(free_port) PLACEMENTD_NODE2_PORT=$(free_port) PLACEMENTD_NODE3_PORT=$(free_port)
+# Three distinct free ports, none of them the harness's client port (the
+# kernel may hand back a port just released, and run.py has released its).
+read -r PLACEMENTD_NODE1_PORT PLACEMENTD_NODE2_PORT PLACEMENTD_NODE3_PORT < <(python3 - "$PLACEMENT_PORT" <<'PY'
+import socket, sys
+held, ports = [], []
+while len(ports) < 3:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); held.append(s)
+    p = s.getsockname()[1]
+    if str(p) != sys.argv[1]:
+        ports.append(p)
+print(*ports)
+PY
+)
+export PLACEMENTD_NODE1_PORT PLACEMENTD_NODE2_PORT PLACEMENTD_NODE3_PORT
 export PLACEMENTD_CORS_ALLOWED_ORIGIN=${PLACEMENT_CORS_ALLOWED_ORIGIN:-}
 export PLACEMENTD_CORS_ALLOW_HEADERS=${PLACEMENT_CORS_ALLOW_HEADERS:-}
 export PLACEMENTD_LOG_LEVEL=warn
@@ -19,10 +31,13 @@ down() { compose down -v -t 0 >/dev/null 2>&1 || true; }
 down
 trap down EXIT
 trap 'exit 0' TERM INT
-compose up -d >/dev/null 2>&1
+# Compose's own output goes to the harness's log only if it fails.
+out=$(compose up -d 2>&1) || { echo "$out" >&2; exit 1; }
 for i in $(seq 150); do
+  # Until the first node answers, status fails: that is "0 healthy", not an
+  # error of this script (set -e with pipefail would end it here).
   n=$("$root/bin/placementd" cluster status --addr "127.0.0.1:$PLACEMENTD_NODE1_PORT" \
-      --cluster-secret "$PLACEMENTD_CLUSTER_SECRET" 2>/dev/null | awk 'NR>3 && $4=="true" {n++} END {print n+0}')
+      --cluster-secret "$PLACEMENTD_CLUSTER_SECRET" 2>/dev/null | awk 'NR>3 && $4=="true" {n++} END {print n+0}') || n=0
   [[ $n == 3 ]] && break
   sleep 0.2
 done

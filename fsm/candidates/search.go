@@ -73,13 +73,15 @@ type search struct {
 }
 
 // checkEvery is how many steps go by between two looks at the context: a
-// step costs tens of nanoseconds, so a cancelled search stops within
-// about a millisecond.
-const checkEvery = 4096
+// step costs tens to a hundred and fifty nanoseconds (the packing search
+// of the tests: 50 to 170 µs per 1024 steps, the first on a quiet
+// machine, the second on a loaded one), so a cancelled search stops
+// within a fraction of a millisecond.
+const checkEvery = 1024
 
 // yield is called at every look at the context but the first (every
-// checkEvery steps, some tens to a few hundred microseconds of work, so
-// that the many searches shorter than that never yield): it lets the
+// checkEvery steps, so that the many searches shorter than that never
+// yield): it lets the
 // goroutines waiting for a processor run before the search goes on
 // (tests count the calls). Go preempts a running goroutine only after
 // about 10 ms, so without it a long search on a small machine would hold

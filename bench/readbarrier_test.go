@@ -3,18 +3,19 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
+	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // delayTransport is an in-memory transport whose RPCs take a round trip
@@ -64,45 +65,26 @@ func BenchmarkLeaderRead(b *testing.B) {
 	}
 }
 
-// readCluster starts three in-memory nodes whose links delay each way by
-// oneWay, and returns the leader.
+// readCluster starts three in-process nodes (the harness's, on Raft's
+// default timings) whose Raft links delay each way by oneWay, and returns
+// the leader.
 func readCluster(b *testing.B, oneWay time.Duration) *cluster.Node {
 	b.Helper()
-	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard})
-	var trans []*delayTransport
-	var nodes []*cluster.Node
-	for i := 0; i < 3; i++ {
-		id := fmt.Sprintf("r%d", i+1)
-		_, t := raft.NewInmemTransport(raft.ServerAddress(id))
-		trans = append(trans, &delayTransport{InmemTransport: t, oneWay: oneWay})
-		n, err := cluster.Open(cluster.Config{NodeID: id, InMemory: true, Bootstrap: i == 0, Transport: trans[i], Logger: logger}, fsm.New())
-		if err != nil {
-			b.Fatal(err)
-		}
-		nodes = append(nodes, n)
-		b.Cleanup(func() { n.Shutdown() })
+	c := testcluster.New(b, func(node *cluster.Node, logger *slog.Logger) http.Handler {
+		return httpapi.New(node, httpapi.Config{Logger: logger})
+	})
+	c.WrapTransport = func(_ string, t *raft.InmemTransport) raft.Transport {
+		return &delayTransport{InmemTransport: t, oneWay: oneWay}
 	}
-	for _, a := range trans {
-		for _, o := range trans {
-			if a != o {
-				a.Connect(o.LocalAddr(), o.InmemTransport)
-			}
-		}
+	leader := c.StartWith("r1", cluster.Config{InMemory: true, Bootstrap: true})
+	c.LeaderIs(leader)
+	for _, id := range []string{"r2", "r3"} {
+		c.Join(c.StartWith(id, cluster.Config{InMemory: true}), leader, false)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := nodes[0].WaitLeader(ctx); err != nil {
+	if err := leader.Node.ReadBarrier(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range nodes[1:] {
-		if err := nodes[0].Raft.AddVoter(raft.ServerID(n.ID()), raft.ServerAddress(n.RaftAddr()), 0, 0).Error(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := nodes[0].ReadBarrier(ctx); err != nil {
-		b.Fatal(err)
-	}
-	return nodes[0]
+	return leader.Node
 }
 
 // measureParallel runs op b.N times from workers goroutines and reports

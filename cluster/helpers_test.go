@@ -22,6 +22,9 @@ type (
 
 const secret = testcluster.Secret
 
+// The process tests share one build of placementd.
+func TestMain(m *testing.M) { testcluster.Main(m) }
+
 var (
 	fastRaft = testcluster.FastRaft
 	check    = testcluster.Check

@@ -2,9 +2,7 @@ package cluster_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/cluster/proctest"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 
@@ -34,75 +31,6 @@ func placement(method, addr, path string, body any, stale bool) (int, []byte, er
 	return r.Status, r.Body, err
 }
 
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := proctest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-// procNode makes a node (not started) with its dir and log under dir.
-func procNode(t *testing.T, bin, dir, id string) *proctest.Node {
-	t.Helper()
-	n := &proctest.Node{ID: id, Bin: bin, DataDir: filepath.Join(dir, id), Secret: secret,
-		LogPath: filepath.Join(dir, id+".log")}
-	var err error
-	if n.HTTPAddr, err = proctest.FreeAddr("127.0.0.1"); err == nil {
-		n.RaftAddr, err = proctest.FreeAddr("127.0.0.1")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if n.Running() {
-			n.Kill()
-		}
-		if t.Failed() {
-			t.Logf("--- log of %s:\n%s", n.ID, n.LogTail(1<<20))
-		}
-	})
-	return n
-}
-
-func startNode(t *testing.T, n *proctest.Node, join ...string) {
-	t.Helper()
-	if err := n.Start(join); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitHealthy waits until the cluster reports want healthy members.
-func waitHealthy(t *testing.T, ctx context.Context, nodes []*proctest.Node, want int) cluster.ClusterStatus {
-	t.Helper()
-	st, err := proctest.WaitHealthy(ctx, nodes, want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// waitConverged waits until all nodes report the same digest at the same
-// state index.
-func waitConverged(t *testing.T, ctx context.Context, nodes []*proctest.Node) string {
-	t.Helper()
-	state, err := proctest.Converged(ctx, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return state
-}
-
-func leaderOf(t *testing.T, ctx context.Context, nodes []*proctest.Node) *proctest.Node {
-	t.Helper()
-	leader, err := proctest.Leader(ctx, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return leader
-}
-
 // TestIntegrationClaimsSurviveLeaderKill runs three placementd processes
 // over TCP on loopback, makes concurrent claims through all three against
 // a provider of limited capacity, SIGKILLs the leader in the middle and
@@ -113,13 +41,11 @@ func TestIntegrationClaimsSurviveLeaderKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: builds and runs placementd processes")
 	}
-	bin := buildBinary(t)
+	bin := testcluster.Binary(t)
 	dir := t.TempDir()
-	nodes := startProcs(t, bin, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	status := waitHealthy(t, ctx, nodes, 3)
-	t.Logf("cluster up: leader %s", status.Leader)
+	c := testcluster.StartProcs(t, bin, 3)
+	nodes := c.Nodes
+	t.Logf("cluster up: leader %s", c.Status().Leader)
 
 	// A provider with room for `capacity` claims of one VCPU.
 	const capacity = 300
@@ -177,20 +103,18 @@ func TestIntegrationClaimsSurviveLeaderKill(t *testing.T) {
 		defer mu.Unlock()
 		return testcluster.Check(len(acked) >= 60, "%d acknowledged", len(acked))
 	})
-	leader := leaderOf(t, ctx, nodes)
+	leader := c.Leader()
 	mu.Lock()
 	killedAt = time.Now()
 	mu.Unlock()
-	if err := leader.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	c.Kill(leader)
 	t.Logf("SIGKILLed leader %s", leader.ID)
 	testcluster.WaitFor(t, 30*time.Second, "writes served again without "+leader.ID, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		return testcluster.Check(servedAgain >= 0, "none yet")
 	})
-	startNode(t, leader)
+	c.Restart(leader)
 	wg.Wait()
 	mu.Lock()
 	t.Logf("outcomes: %v; %d acknowledged; writes served again %s after the kill", outcomes, len(acked), servedAgain)
@@ -200,7 +124,7 @@ func TestIntegrationClaimsSurviveLeaderKill(t *testing.T) {
 	mu.Unlock()
 
 	// Every node holds the same state...
-	digest := waitConverged(t, ctx, nodes)
+	digest := c.Converged()
 	t.Logf("converged at %s", digest)
 	// ... with every acknowledged claim, and no more than the capacity.
 	for _, n := range nodes {
@@ -249,17 +173,13 @@ func TestIntegrationClaimsSurviveLeaderKill(t *testing.T) {
 	// Back up through a follower with the CLI, seed a new cluster with
 	// it, and compare: same digest, same answers.
 	backup := filepath.Join(dir, "backup.snap")
-	var follower *proctest.Node
-	for _, n := range nodes {
-		if n != leaderOf(t, ctx, nodes) {
-			follower = n
-		}
-	}
+	follower := c.Followers()[0]
 	run(t, bin, "snapshot", "save", backup, "--addr", follower.HTTPAddr, "--cluster-secret", secret)
-	fresh := procNode(t, bin, dir, "r1")
+	seeded := testcluster.NewProcs(t, bin)
+	fresh := seeded.Add("r1")
 	run(t, bin, "snapshot", "restore", backup, "--data-dir", fresh.DataDir, "--node-id", "r1")
-	startNode(t, fresh)
-	restored := waitConverged(t, ctx, []*proctest.Node{fresh})
+	seeded.Start(fresh)
+	restored := seeded.Converged()
 	if restored != digest {
 		t.Errorf("restored cluster digest %s, original %s", restored, digest)
 	}
@@ -282,20 +202,6 @@ func run(t *testing.T, bin string, args ...string) {
 	t.Logf("placementd %s: %s", args[:2], bytes.TrimSpace(out))
 }
 
-// startProcs starts p1 (a new cluster) and p2, p3 joining it.
-func startProcs(t *testing.T, bin, dir string) []*proctest.Node {
-	t.Helper()
-	nodes := make([]*proctest.Node, 3)
-	for i := range nodes {
-		nodes[i] = procNode(t, bin, dir, fmt.Sprintf("p%d", i+1))
-	}
-	startNode(t, nodes[0])
-	for _, n := range nodes[1:] {
-		startNode(t, n, nodes[0].HTTPAddr)
-	}
-	return nodes
-}
-
 // TestIntegrationGracefulLeaderStop stops the leader with SIGTERM while
 // claims flow through the followers: none of them fails, the leader
 // hands over and leaves, and joins again when restarted.
@@ -303,18 +209,9 @@ func TestIntegrationGracefulLeaderStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: builds and runs placementd processes")
 	}
-	bin := buildBinary(t)
-	nodes := startProcs(t, bin, t.TempDir())
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	waitHealthy(t, ctx, nodes, 3)
-	leader := leaderOf(t, ctx, nodes)
-	var followers []*proctest.Node
-	for _, n := range nodes {
-		if n != leader {
-			followers = append(followers, n)
-		}
-	}
+	c := testcluster.StartProcs(t, testcluster.Binary(t), 3)
+	leader := c.Leader()
+	followers := c.Nodes.Except(leader)
 	rp := uuid.NewString()
 	if code, body, err := placement("POST", followers[0].HTTPAddr, "/resource_providers", map[string]any{"name": "rp", "uuid": rp}, false); err != nil || code != 200 {
 		t.Fatalf("create provider: %d %s %v", code, body, err)
@@ -385,13 +282,10 @@ func TestIntegrationGracefulLeaderStop(t *testing.T) {
 			t.Errorf("%d claims through followers answered %s", n, k)
 		}
 	}
-	st := waitHealthy(t, ctx, followers, 2)
-	if len(st.Members) != 2 {
-		t.Errorf("the stopped leader did not leave: %+v", st.Members)
-	}
+	c.Healthy(2) // the stopped leader left
 	// Restarted without --join, it joins again through the peers it
 	// remembered.
-	startNode(t, leader)
-	waitHealthy(t, ctx, nodes, 3)
-	waitConverged(t, ctx, nodes)
+	c.Restart(leader)
+	c.Healthy(3)
+	c.Converged()
 }

@@ -3,52 +3,14 @@ package cluster_test
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
-
-// startProcCluster runs three placementd processes on loopback that share
-// a cluster secret, n2 and n3 joining n1, with extra serve flags, and
-// waits until all three are healthy.
-func startProcCluster(t *testing.T, bin string, args ...string) []*proctest.Node {
-	t.Helper()
-	dir := t.TempDir()
-	var nodes []*proctest.Node
-	for _, id := range []string{"n1", "n2", "n3"} {
-		httpAddr, err1 := proctest.FreeAddr("127.0.0.1")
-		raftAddr, err2 := proctest.FreeAddr("127.0.0.1")
-		if err1 != nil || err2 != nil {
-			t.Fatal(err1, err2)
-		}
-		n := &proctest.Node{ID: id, Bin: bin, HTTPAddr: httpAddr, RaftAddr: raftAddr,
-			DataDir: filepath.Join(dir, id), Secret: secret, LogPath: filepath.Join(dir, id+".log"),
-			Args: append([]string{"--leave-on-shutdown=false"}, args...)}
-		var join []string
-		if len(nodes) > 0 {
-			join = []string{nodes[0].HTTPAddr}
-		}
-		if err := n.Start(join); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Kill() })
-		nodes = append(nodes, n)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := proctest.WaitHealthy(ctx, nodes, 3); err != nil {
-		for _, n := range nodes {
-			t.Logf("%s log:\n%s", n.ID, n.LogTail(3000))
-		}
-		t.Fatal(err)
-	}
-	return nodes
-}
 
 // forgeLeadershipVote sends the leader of nodes a RequestVote as a member
 // (a follower's id and address, which an attacker can learn) with a term
@@ -56,23 +18,12 @@ func startProcCluster(t *testing.T, bin string, args ...string) []*proctest.Node
 // have a leader" check: encoded by raft's own NetworkTransport over plain
 // TCP, as anyone who reaches the Raft port can. It returns the leader and
 // its term before, the term forged and the transport's error.
-func forgeLeadershipVote(t *testing.T, nodes []*proctest.Node) (leader *proctest.Node, before, forged uint64, err error) {
+func forgeLeadershipVote(t *testing.T, c *testcluster.ProcCluster) (leader *testcluster.Proc, before, forged uint64, err error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, err := proctest.Status(ctx, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var victim *proctest.Node
-	for _, n := range nodes {
-		switch {
-		case n.ID == st.Leader:
-			leader = n
-		case victim == nil:
-			victim = n
-		}
-	}
+	leader = c.Leader()
+	victim := c.Nodes.Except(leader)[0]
 	self, err := leader.Client().Self(ctx)
 	if err != nil || self.State != "Leader" {
 		t.Fatalf("leader %s: %+v %v", leader.ID, self, err)
@@ -107,11 +58,10 @@ func TestForgedLeadershipVote(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: builds and runs placementd processes")
 	}
-	bin := buildBinary(t)
+	bin := testcluster.Binary(t)
 
 	t.Run("secret-derived TLS refuses it", func(t *testing.T) {
-		nodes := startProcCluster(t, bin)
-		leader, before, forged, err := forgeLeadershipVote(t, nodes)
+		leader, before, forged, err := forgeLeadershipVote(t, testcluster.StartProcs(t, bin, 3, "--leave-on-shutdown=false"))
 		if err == nil {
 			t.Errorf("the forged RequestVote got an answer")
 		}
@@ -136,11 +86,11 @@ func TestForgedLeadershipVote(t *testing.T) {
 	})
 
 	t.Run("--raft-insecure-plaintext lets it through", func(t *testing.T) {
-		nodes := startProcCluster(t, bin, "--raft-insecure-plaintext")
-		if !strings.Contains(nodes[0].LogTail(4000), "RAFT IS UNAUTHENTICATED") {
-			t.Errorf("no loud warning in the log:\n%s", nodes[0].LogTail(4000))
+		c := testcluster.StartProcs(t, bin, 3, "--leave-on-shutdown=false", "--raft-insecure-plaintext")
+		if !strings.Contains(c.Nodes[0].LogTail(4000), "RAFT IS UNAUTHENTICATED") {
+			t.Errorf("no loud warning in the log:\n%s", c.Nodes[0].LogTail(4000))
 		}
-		leader, before, forged, err := forgeLeadershipVote(t, nodes)
+		leader, before, forged, err := forgeLeadershipVote(t, c)
 		if err != nil {
 			t.Fatalf("the forged RequestVote: %v", err)
 		}

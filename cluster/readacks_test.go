@@ -3,18 +3,15 @@ package cluster_test
 import (
 	"context"
 	"errors"
-
-	"io"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // holdTransport is an in-memory transport whose heartbeats to chosen peers
@@ -33,8 +30,7 @@ type holdTransport struct {
 	attempts chan raft.ServerID // a heartbeat to a cut peer was attempted
 }
 
-func newHoldTransport(addr string) *holdTransport {
-	_, t := raft.NewInmemTransport(raft.ServerAddress(addr))
+func newHoldTransport(t *raft.InmemTransport) *holdTransport {
 	return &holdTransport{
 		InmemTransport: t,
 		hold:           map[raft.ServerID]bool{}, cut: map[raft.ServerID]bool{},
@@ -91,7 +87,6 @@ func (h *holdTransport) set(id raft.ServerID, hold, cut bool) {
 // that counts only replies to requests sent after it began must refuse.
 func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *cluster.Node) error) error {
 	t.Helper()
-	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard})
 	// n1's timeouts are long, so that nothing but a reply can end its
 	// leadership during the test (a frozen leader runs no timers either);
 	// n2 and n3 also start patient, so n1 stays leader until step 2.
@@ -103,29 +98,22 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 			rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = time.Minute, time.Minute, lease
 		}
 	}
+	// The harness links the nodes' in-memory transports both ways; n1's
+	// outgoing RPCs go through its holdTransport.
+	c := newTestCluster(t)
 	trans := map[string]*holdTransport{}
+	c.WrapTransport = func(id string, inmem *raft.InmemTransport) raft.Transport {
+		trans[id] = newHoldTransport(inmem)
+		return trans[id]
+	}
 	nodes := map[string]*cluster.Node{}
 	for _, id := range []string{"n1", "n2", "n3"} {
-		trans[id] = newHoldTransport(id)
 		lease := 100 * time.Millisecond
 		if id == "n1" {
 			lease = 50 * time.Second
 		}
-		n, err := cluster.Open(cluster.Config{NodeID: id, InMemory: true, Bootstrap: id == "n1", Transport: trans[id],
-			Logger: logger, Tune: slow(lease), ApplyTimeout: 10 * time.Second}, fsm.New())
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[id] = n
-		t.Cleanup(func() { n.Shutdown() })
-	}
-	connect := func(a, b string) { trans[a].Connect(raft.ServerAddress(b), trans[b].InmemTransport) }
-	for a := range trans {
-		for b := range trans {
-			if a != b {
-				connect(a, b)
-			}
-		}
+		nodes[id] = c.StartWith(id, cluster.Config{InMemory: true, Bootstrap: id == "n1", Tune: slow(lease),
+			ApplyTimeout: 10 * time.Second}).Node
 	}
 	// Unblock a held reply if the test ends early.
 	var releaseOnce sync.Once
@@ -152,13 +140,10 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 	}
 	// Both followers hold the whole log, configuration included.
 	for _, id := range []string{"n2", "n3"} {
-		for nodes[id].Raft.AppliedIndex() < n1.Raft.AppliedIndex() {
-			select {
-			case <-ctx.Done():
-				t.Fatalf("%s did not catch up", id)
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
+		testcluster.WaitFor(t, time.Minute, id+" catches up", func() error {
+			return check(nodes[id].Raft.AppliedIndex() >= n1.Raft.AppliedIndex(), "applied %d of %d",
+				nodes[id].Raft.AppliedIndex(), n1.Raft.AppliedIndex())
+		})
 	}
 
 	// Step 1: hold n1's next heartbeat answer from n2, cut n3 off, and
@@ -185,19 +170,14 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 		}
 	}
 	var newLeader *cluster.Node
-	for newLeader == nil {
+	testcluster.WaitFor(t, time.Minute, "n2 and n3 elect a leader", func() error {
 		for _, id := range []string{"n2", "n3"} {
 			if nodes[id].IsLeader() {
 				newLeader = nodes[id]
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("n2 and n3 elected no leader")
-
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return check(newLeader != nil, "neither leads")
+	})
 	rename := &state.UpdateProvider{UUID: create.UUID, Name: "p1-renamed"}
 	if _, err := newLeader.Apply(ctx, rename); err != nil {
 		t.Fatalf("write through the new leader: %v", err)
@@ -227,7 +207,7 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 			t.Fatal("the read's leadership check sent no heartbeat")
 		}
 	}
-	connect("n1", "n2")
+	h.Connect("n2", c.Node("n2").Trans) // n1 reaches n2 again (n2 does not reach n1)
 	release()
 	select {
 	case err := <-result:

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,14 +12,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/internal/wanlab"
 )
 
 // labCluster starts n placementd processes in a WAN lab, each in its own
 // namespace, plus a "client" host and a "ctl" host (no delay, for status
 // polls), or skips the test where no lab can run.
-func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, []*proctest.Node) {
+func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, *testcluster.ProcCluster) {
 	t.Helper()
 	if testing.Short() || os.Getenv("PLACEMENTD_WANLAB") == "off" {
 		t.Skip("the WAN lab is left out (-short or PLACEMENTD_WANLAB=off)")
@@ -41,10 +40,8 @@ func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, []*proctest.N
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lab.Close() })
-	bin, err := proctest.Build(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testcluster.NewProcs(t, testcluster.Binary(t))
+	c.Args = append([]string{"--leave-on-shutdown=false"}, args...)
 	ctl, err := lab.AddHost("ctl")
 	if err != nil {
 		t.Fatal(err)
@@ -52,34 +49,15 @@ func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, []*proctest.N
 	if _, err := lab.AddHost("client"); err != nil {
 		t.Fatal(err)
 	}
-	var nodes []*proctest.Node
-	var join []string
 	for i := 1; i <= n; i++ {
 		h, err := lab.AddHost(fmt.Sprintf("n%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		node := proctest.LabNode(h, h.Name, bin, dir, secret, ctl.HTTPClient(), append([]string{"--leave-on-shutdown=false"}, args...)...)
-		if err := node.Start(join); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if node.Running() {
-				node.Kill()
-			}
-			if t.Failed() {
-				t.Logf("%s's log:\n%s", node.ID, node.LogTail(3000))
-			}
-		})
-		nodes = append(nodes, node)
-		join = []string{nodes[0].HTTPAddr}
+		c.Grow(c.AddLab(h, ctl.HTTPClient()))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := proctest.WaitHealthy(ctx, nodes, n); err != nil {
-		t.Fatal(err)
-	}
-	return lab, nodes
+	c.Healthy(n)
+	return lab, c
 }
 
 // A leader cut off by a partition never answers what it was forwarded:
@@ -87,7 +65,8 @@ func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, []*proctest.N
 // read is answered by the new leader and a write gets its 503 (unknown
 // outcome) within an election, not when the client gives up.
 func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
-	lab, nodes := labCluster(t, 3, "--raft-timing-multiplier", "0.5")
+	lab, c := labCluster(t, 3, "--raft-timing-multiplier", "0.5")
+	nodes := c.Nodes
 	for i, a := range nodes {
 		for _, b := range nodes[i+1:] {
 			if err := lab.SetRTT(a.ID, b.ID, 40*time.Millisecond, 0); err != nil {
@@ -95,13 +74,8 @@ func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := proctest.WaitHealthy(ctx, nodes, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var leader, via *proctest.Node
+	st := c.Healthy(3)
+	var leader, via *testcluster.Proc
 	var others []string
 	for _, n := range nodes {
 		if n.ID == st.Leader {

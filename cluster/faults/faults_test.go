@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 var (
@@ -28,14 +28,11 @@ var (
 		"serve flags of the WAN check's nodes: the timing profile for its RTT (docs/cluster.md)")
 )
 
-func build(t *testing.T, tags ...string) string {
-	t.Helper()
-	bin, err := proctest.Build(t.TempDir(), tags...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
+// The tests share one build of placementd per set of build tags, and
+// those that run clusters run them in parallel (up to -parallel, GOMAXPROCS
+// by default): each cluster has its own processes, ports, data dirs and
+// Raft proxies.
+func TestMain(m *testing.M) { testcluster.Main(m) }
 
 // report logs a run's figures and fails the test on any finding.
 func report(t *testing.T, reps []*Report) {
@@ -60,35 +57,47 @@ func report(t *testing.T, reps []*Report) {
 	}
 }
 
+// notRun lists the nemeses of kinds that rep's run did not use.
+func notRun(rep *Report, kinds []string) []string {
+	seen := map[string]bool{}
+	for _, e := range rep.Events {
+		seen[e.Kind] = true
+	}
+	var out []string
+	for _, kind := range kinds {
+		if !seen[kind] {
+			out = append(out, kind)
+		}
+	}
+	return out
+}
+
 // TestFaultsShort is the short run of the suite: a 3-node and a 5-node
-// cluster, each through every nemesis once, under the full checks.
+// cluster (in parallel), each through every nemesis once, under the full
+// checks.
 func TestFaultsShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault injection: runs placementd clusters for a few minutes")
 	}
-	bin := build(t)
-	var reps []*Report
+	t.Parallel()
+	bin := testcluster.Binary(t)
 	for _, nodes := range []int{3, 5} {
-		rep, err := Run(context.Background(), Config{
-			Nodes: nodes, Bin: bin, Dir: filepath.Join(t.TempDir(), fmt.Sprintf("n%d", nodes)),
-			Duration: 60 * time.Second, Hold: 3 * time.Second, Quiet: 500 * time.Millisecond,
-			CheckTimeout: time.Minute, Logf: t.Logf,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reps = append(reps, rep)
-		seen := map[string]bool{}
-		for _, e := range rep.Events {
-			seen[e.Kind] = true
-		}
-		for _, kind := range AllNemeses {
-			if !seen[kind] {
+		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+			t.Parallel()
+			rep, err := Run(context.Background(), Config{
+				Nodes: nodes, Bin: bin, Dir: t.TempDir(),
+				Duration: 60 * time.Second, Hold: 3 * time.Second, Quiet: 500 * time.Millisecond,
+				CheckTimeout: time.Minute, Logf: t.Logf,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kind := range notRun(rep, AllNemeses) {
 				t.Errorf("%d nodes: nemesis %s did not run", nodes, kind)
 			}
-		}
+			report(t, []*Report{rep})
+		})
 	}
-	report(t, reps)
 }
 
 // TestBrokenReadsCaught proves the harness can fail: built with the
@@ -100,7 +109,8 @@ func TestBrokenReadsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault injection: runs a placementd cluster")
 	}
-	bin := build(t, "faults_broken_reads")
+	t.Parallel()
+	bin := testcluster.Binary(t, "faults_broken_reads")
 	rep, err := Run(context.Background(), Config{
 		Nodes: 3, Bin: bin, Dir: t.TempDir(), Duration: 30 * time.Second,
 		Nemeses: []string{"partition-minority", "pause", "kill-leader"}, Hold: 4 * time.Second,
@@ -125,7 +135,7 @@ func TestSoak(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "placementd-soak-"+time.Now().Format("20060102-150405"))
 	}
-	bin, err := proctest.Build(dir)
+	bin, err := testcluster.Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +176,7 @@ func TestWAN(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "placementd-wan-check-"+time.Now().Format("20060102-150405"))
 	}
-	bin, err := proctest.Build(dir)
+	bin, err := testcluster.Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,14 +190,8 @@ func TestWAN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
-	for _, e := range rep.Events {
-		seen[e.Kind] = true
-	}
-	for _, kind := range WANNemeses {
-		if !seen[kind] {
-			t.Errorf("nemesis %s did not run (a longer -faults.wan runs every one)", kind)
-		}
+	for _, kind := range notRun(rep, WANNemeses) {
+		t.Errorf("nemesis %s did not run (a longer -faults.wan runs every one)", kind)
 	}
 	fmt.Printf("WAN check (%s ± %s Raft RTT, regions %s; logs and data in %s): %d operations, linearizable %s, %d violations\n",
 		*wanRTT, *wanJitter, *wanRegions, dir, rep.Ops, rep.Linearizable, len(rep.Violations))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/cluster/faults/model"
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // The freeze scenario: the leader L is frozen (SIGSTOP) until the others
@@ -140,7 +140,7 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 	}
 	consumer := g.consumers[0]
 	client := w.h.newClientID()
-	claim := func(n *proctest.Node) (model.Output, bool) {
+	claim := func(n *testcluster.Proc) (model.Output, bool) {
 		in := w.claim(rng, g, consumer)
 		in.Group = g.id
 		return w.run(ctx, client, n, in)
@@ -203,9 +203,9 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 	others := c.followers(old)
 	wctx, cancel := context.WithTimeout(ctx, cfg.RecoveryTimeout)
 	defer cancel()
-	var leader *proctest.Node
+	var leader *testcluster.Proc
 	for leader == nil {
-		st, err := proctest.Status(wctx, others)
+		st, err := others.Status(wctx)
 		if err != nil {
 			return fmt.Errorf("no new leader while %s was frozen: %v", old.ID, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"testing"
 	"time"
+
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 var freezeTrials = flag.Int("faults.freeze", 0,
@@ -17,12 +19,13 @@ func TestFreeze(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault injection: runs a placementd cluster")
 	}
+	t.Parallel()
 	trials := 6
 	if *freezeTrials > 0 {
 		trials = *freezeTrials
 	}
 	rep, err := RunFreeze(context.Background(), FreezeConfig{
-		Bin: build(t), Dir: t.TempDir(), Trials: trials, MaxDelay: 25 * time.Millisecond, Logf: t.Logf,
+		Bin: testcluster.Binary(t), Dir: t.TempDir(), Trials: trials, MaxDelay: 25 * time.Millisecond, Logf: t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +49,9 @@ func TestFreezeCatchesStaleReads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault injection: runs a placementd cluster")
 	}
+	t.Parallel()
 	rep, err := RunFreeze(context.Background(), FreezeConfig{
-		Bin: build(t, "faults_broken_reads"), Dir: t.TempDir(), Trials: 1, Logf: t.Logf,
+		Bin: testcluster.Binary(t, "faults_broken_reads"), Dir: t.TempDir(), Trials: 1, Logf: t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)

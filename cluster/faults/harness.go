@@ -2,8 +2,8 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"github.com/placementd/placementd/internal/testcluster"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // Config describes a run.
@@ -65,7 +65,7 @@ const secret = "faults-secret"
 // testCluster is the running processes with their Raft proxies.
 type testCluster struct {
 	cfg   Config
-	nodes []*proctest.Node
+	nodes testcluster.Procs
 	net   *network
 	rng   *rand.Rand
 	logf  func(string, ...any)
@@ -96,9 +96,9 @@ func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 	c := &testCluster{cfg: cfg, net: newNetwork(), rng: rand.New(rand.NewSource(cfg.Seed)), logf: cfg.Logf}
 	for i := 1; i <= cfg.Nodes; i++ {
 		ip := fmt.Sprintf("127.0.0.%d", 10+i)
-		httpAddr, err1 := proctest.FreeAddr(ip)
-		raftAddr, err2 := proctest.FreeAddr(ip)
-		proxyAddr, err3 := proctest.FreeAddr(ip)
+		httpAddr, err1 := testcluster.FreeAddr(ip)
+		raftAddr, err2 := testcluster.FreeAddr(ip)
+		proxyAddr, err3 := testcluster.FreeAddr(ip)
 		for _, err := range []error{err1, err2, err3} {
 			if err != nil {
 				c.stop()
@@ -106,7 +106,7 @@ func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 			}
 		}
 		id := fmt.Sprintf("n%d", i)
-		n := &proctest.Node{
+		n := &testcluster.Proc{
 			ID: id, Bin: cfg.Bin, HTTPAddr: httpAddr, RaftAddr: raftAddr, RaftAdvertise: proxyAddr,
 			DataDir: filepath.Join(cfg.Dir, id), Secret: secret, LogPath: filepath.Join(cfg.Dir, id+".log"),
 			Args: []string{
@@ -145,7 +145,7 @@ func startCluster(ctx context.Context, cfg Config) (*testCluster, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	if _, err := proctest.WaitHealthy(wctx, c.nodes, cfg.Nodes); err != nil {
+	if _, err := c.nodes.WaitHealthy(wctx, cfg.Nodes); err != nil {
 		c.stop()
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (c *testCluster) stop() {
 }
 
 // others are the API addresses of every node but n, to join through.
-func (c *testCluster) others(n *proctest.Node) []string {
+func (c *testCluster) others(n *testcluster.Proc) []string {
 	var out []string
 	for _, o := range c.nodes {
 		if o != n {
@@ -172,14 +172,7 @@ func (c *testCluster) others(n *proctest.Node) []string {
 	return out
 }
 
-func (c *testCluster) node(id string) *proctest.Node {
-	for _, n := range c.nodes {
-		if n.ID == id {
-			return n
-		}
-	}
-	return nil
-}
+func (c *testCluster) node(id string) *testcluster.Proc { return c.nodes.Named(id) }
 
 func (c *testCluster) ids() []string {
 	var out []string
@@ -190,27 +183,14 @@ func (c *testCluster) ids() []string {
 }
 
 // leader returns the current leader, waiting for one.
-func (c *testCluster) leader(ctx context.Context) (*proctest.Node, error) {
+func (c *testCluster) leader(ctx context.Context) (*testcluster.Proc, error) {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := proctest.Status(wctx, c.nodes)
-	if err != nil {
-		return nil, err
-	}
-	if n := c.node(st.Leader); n != nil {
-		return n, nil
-	}
-	return nil, fmt.Errorf("leader %q is not a node of the harness", st.Leader)
+	return c.nodes.Leader(wctx)
 }
 
-func (c *testCluster) followers(leader *proctest.Node) []*proctest.Node {
-	var out []*proctest.Node
-	for _, n := range c.nodes {
-		if n != leader {
-			out = append(out, n)
-		}
-	}
-	return out
+func (c *testCluster) followers(leader *testcluster.Proc) testcluster.Procs {
+	return c.nodes.Except(leader)
 }
 
 // heal undoes every fault: links restored, paused nodes resumed, stopped
@@ -235,7 +215,7 @@ func (c *testCluster) heal() error {
 func (c *testCluster) recovered(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.RecoveryTimeout)
 	defer cancel()
-	st, err := proctest.WaitHealthy(wctx, c.nodes, len(c.nodes))
+	st, err := c.nodes.WaitHealthy(wctx, len(c.nodes))
 	if err != nil {
 		return err
 	}
@@ -272,7 +252,7 @@ func (c *testCluster) nemesis(ctx context.Context, start time.Time, kind string)
 		case <-time.After(c.cfg.Hold):
 		}
 	}
-	pick := func(ns []*proctest.Node) *proctest.Node { return ns[c.rng.Intn(len(ns))] }
+	pick := func(ns testcluster.Procs) *testcluster.Proc { return ns[c.rng.Intn(len(ns))] }
 	switch kind {
 	case "kill-leader", "kill-follower":
 		victim := leader
@@ -359,7 +339,7 @@ func (c *testCluster) nemesis(ctx context.Context, start time.Time, kind string)
 		if err := leader.Stop(30 * time.Second); err != nil {
 			c.event(start, kind, "%v", err)
 		}
-		if st, err := proctest.Status(ctx, c.nodes); err == nil {
+		if st, err := c.nodes.Status(ctx); err == nil {
 			c.event(start, kind, "leader now %s; restart %s", st.Leader, leader.ID)
 		}
 		return leader.Start(c.others(leader))
@@ -370,7 +350,7 @@ func (c *testCluster) nemesis(ctx context.Context, start time.Time, kind string)
 }
 
 // region is n's region ("" without Regions).
-func (c *testCluster) region(n *proctest.Node) string {
+func (c *testCluster) region(n *testcluster.Proc) string {
 	for i, o := range c.nodes {
 		if o == n && c.cfg.Regions != nil {
 			return c.cfg.Regions[i]
@@ -437,11 +417,14 @@ feed:
 	return groups, err
 }
 
-func (c *testCluster) createProvider(ctx context.Context, w *workload, n *proctest.Node, name, id string) error {
-	code, body, err := w.request(ctx, n, "POST", "/resource_providers", map[string]any{"name": name, "uuid": id})
-	if err != nil || code != 200 {
-		return fmt.Errorf("creating provider %s: %d %s %v", name, code, body, err)
-	}
+func (c *testCluster) createProvider(ctx context.Context, w *workload, n *testcluster.Proc, name, id string) error {
+	// Set-up comes before any fault, but on a loaded machine an election
+	// can still answer a write 503 (its outcome unknown): it is tried
+	// again until done. The name and id are this run's own, so a conflict
+	// means an earlier try took effect (checked for the inventory).
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	inventories := "/resource_providers/" + id + "/inventories"
 	inv := map[string]any{
 		"resource_provider_generation": 0,
 		"inventories": map[string]any{
@@ -449,11 +432,26 @@ func (c *testCluster) createProvider(ctx context.Context, w *workload, n *procte
 			"MEMORY_MB": map[string]any{"total": memoryCapacity, "max_unit": memoryCapacity},
 		},
 	}
-	code, body, err = w.request(ctx, n, "PUT", "/resource_providers/"+id+"/inventories", inv)
-	if err != nil || code != 200 {
-		return fmt.Errorf("inventory of %s: %d %s %v", name, code, body, err)
-	}
-	return nil
+	return testcluster.Poll(ctx, func() error {
+		code, body, err := w.request(ctx, n, "POST", "/resource_providers", map[string]any{"name": name, "uuid": id})
+		if err != nil || (code != 200 && code != 409) {
+			return fmt.Errorf("creating provider %s: %d %s %v", name, code, body, err)
+		}
+		code, body, err = w.request(ctx, n, "PUT", inventories, inv)
+		if err == nil && code == 409 {
+			var got struct {
+				Inventories map[string]struct{ Total int } `json:"inventories"`
+			}
+			if code, body, err = w.request(ctx, n, "GET", inventories, nil); err == nil && code == 200 &&
+				json.Unmarshal(body, &got) == nil && got.Inventories["VCPU"].Total == vcpuCapacity {
+				return nil
+			}
+		}
+		if err != nil || code != 200 {
+			return fmt.Errorf("inventory of %s: %d %s %v", name, code, body, err)
+		}
+		return nil
+	})
 }
 
 // crashes lists the nodes' exits nobody asked for.

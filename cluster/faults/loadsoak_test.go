@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 var (
@@ -29,7 +29,7 @@ func TestLoadSoak(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "placementd-loadsoak-"+time.Now().Format("20060102-150405"))
 	}
-	bin, err := proctest.Build(dir)
+	bin, err := testcluster.Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +50,9 @@ func TestLoadSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster of processes")
 	}
+	t.Parallel()
 	dir := t.TempDir()
-	rep, err := RunLoadSoak(context.Background(), LoadSoakConfig{Bin: build(t), Dir: dir, Duration: 15 * time.Second,
+	rep, err := RunLoadSoak(context.Background(), LoadSoakConfig{Bin: testcluster.Binary(t), Dir: dir, Duration: 15 * time.Second,
 		KillEvery: 6 * time.Second, Providers: 4, Scratch: 2, Claimers: 2, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)

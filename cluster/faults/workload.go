@@ -20,7 +20,7 @@ import (
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/cluster/faults/model"
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // The workload: groups of two providers and four consumers each. Clients
@@ -114,7 +114,7 @@ func (h *history) anomaly(format string, args ...any) {
 // workload runs the clients.
 type workload struct {
 	h       *history
-	nodes   []*proctest.Node
+	nodes   testcluster.Procs
 	groups  []group
 	http    *http.Client
 	timeout time.Duration
@@ -130,7 +130,7 @@ type workload struct {
 	known map[string]*int64 // consumer generation the clients last learnt
 }
 
-func newWorkload(h *history, nodes []*proctest.Node, groups []group, timeout time.Duration, window int, perGroup int64) *workload {
+func newWorkload(h *history, nodes testcluster.Procs, groups []group, timeout time.Duration, window int, perGroup int64) *workload {
 	return &workload{
 		h: h, nodes: nodes, groups: groups, timeout: timeout, window: window, perGroup: perGroup,
 		opsInGroup: make([]atomic.Int64, len(groups)),
@@ -143,19 +143,19 @@ func newWorkload(h *history, nodes []*proctest.Node, groups []group, timeout tim
 }
 
 // request sends one Placement request to node n as the admin.
-func (w *workload) request(ctx context.Context, n *proctest.Node, method, path string, body any) (int, []byte, error) {
+func (w *workload) request(ctx context.Context, n *testcluster.Proc, method, path string, body any) (int, []byte, error) {
 	code, raw, _, err := w.send(ctx, n, method, path, body)
 	return code, raw, err
 }
 
 // staleRead reads from node n's own state, without asking the leader.
-func (w *workload) staleRead(ctx context.Context, n *proctest.Node, path string) (int, []byte, error) {
+func (w *workload) staleRead(ctx context.Context, n *testcluster.Proc, path string) (int, []byte, error) {
 	code, raw, _, err := w.send(ctx, n, "GET", path, nil, cluster.StaleReadHeader, "true")
 	return code, raw, err
 }
 
 // send sends a request with the given extra headers (name, value, ...).
-func (w *workload) send(ctx context.Context, n *proctest.Node, method, path string, body any, headers ...string) (int, []byte, http.Header, error) {
+func (w *workload) send(ctx context.Context, n *testcluster.Proc, method, path string, body any, headers ...string) (int, []byte, http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -320,7 +320,7 @@ var readBounds = []time.Duration{20 * time.Millisecond, 200 * time.Millisecond, 
 // run sends one operation and records it; recorded is false when the
 // operation carries no information (a read without an answer, or a
 // request that never left).
-func (w *workload) run(ctx context.Context, client int, n *proctest.Node, in model.Input) (model.Output, bool) {
+func (w *workload) run(ctx context.Context, client int, n *testcluster.Proc, in model.Input) (model.Output, bool) {
 	return w.runBounded(ctx, client, n, in, 0)
 }
 
@@ -328,7 +328,7 @@ func (w *workload) run(ctx context.Context, client int, n *proctest.Node, in mod
 // A bounded read promises every write acknowledged a bound before it
 // reached the node, and a state that existed while it ran: it is
 // checked as a linearizable read invoked a bound earlier than it was.
-func (w *workload) runBounded(ctx context.Context, client int, n *proctest.Node, in model.Input, bound time.Duration) (model.Output, bool) {
+func (w *workload) runBounded(ctx context.Context, client int, n *testcluster.Proc, in model.Input, bound time.Duration) (model.Output, bool) {
 	method, path, body := requestOf(in)
 	var headers []string
 	if bound > 0 {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,7 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // serve refuses an unauthenticated Raft port where others can reach it,
@@ -81,61 +79,33 @@ func TestRaftInsecurePlaintextEscape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs placementd processes")
 	}
-	dir := t.TempDir()
-	bin, err := proctest.Build(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testcluster.Binary(t)
 	for _, tc := range []struct {
 		name     string
 		insecure bool
 	}{{"loopback, no flags", false}, {"wildcard with the flag", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			httpAddr, err1 := proctest.FreeAddr("127.0.0.1")
-			raftAddr, err2 := proctest.FreeAddr("127.0.0.1")
-			if err1 != nil || err2 != nil {
-				t.Fatal(err1, err2)
-			}
-			n := &proctest.Node{ID: "n1", Bin: bin, HTTPAddr: httpAddr, RaftAddr: raftAddr,
-				DataDir: filepath.Join(t.TempDir(), "data"), LogPath: filepath.Join(t.TempDir(), "log")}
+			c := testcluster.NewProcs(t, bin)
+			c.Secret = ""
+			n := c.Add("n1")
 			if tc.insecure {
-				_, port, _ := strings.Cut(raftAddr, ":")
-				n.RaftAddr, n.RaftAdvertise = "0.0.0.0:"+port, raftAddr
+				_, port, _ := strings.Cut(n.RaftAddr, ":")
+				n.RaftAddr, n.RaftAdvertise = "0.0.0.0:"+port, n.RaftAddr
 				n.Args = []string{"--raft-insecure-plaintext"}
 			}
-			if err := n.Start(nil); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { n.Stop(20 * time.Second) })
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := waitServing(ctx, httpAddr); err != nil {
-				t.Fatalf("%v\n%s", err, n.LogTail(3000))
-			}
+			c.Start(n)
+			testcluster.WaitFor(t, 30*time.Second, n.ID+" answers /readyz with 200", func() error {
+				resp, err := http.Get("http://" + n.HTTPAddr + "/readyz")
+				if err != nil {
+					return err
+				}
+				resp.Body.Close()
+				return testcluster.Check(resp.StatusCode == http.StatusOK, "status %d", resp.StatusCode)
+			})
 			warned := strings.Contains(n.LogTail(1<<20), "RAFT IS UNAUTHENTICATED")
 			if warned != tc.insecure {
 				t.Errorf("warning in the log: %v, want %v\n%s", warned, tc.insecure, n.LogTail(3000))
 			}
 		})
-	}
-}
-
-// waitServing waits until the node at addr answers /readyz with 200: it
-// has a leader and serves the API.
-func waitServing(ctx context.Context, addr string) error {
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %v", addr, err)
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 }

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/placementd/placementd/cluster/proctest"
 )
 
 // The placement.conf tests run the real binary with --config-file and
@@ -38,31 +33,19 @@ func upstreamConfPath(t *testing.T) string {
 
 // startWithConf runs one node with --config-file conf and waits until it
 // serves.
-func startWithConf(t *testing.T, bin, conf string, args ...string) *proctest.Node {
+func startWithConf(t *testing.T, bin, conf string, args ...string) *testcluster.Proc {
 	t.Helper()
-	httpAddr, err := proctest.FreeAddr("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raftAddr, err := proctest.FreeAddr("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	n := &proctest.Node{ID: "n1", Bin: bin, HTTPAddr: httpAddr, RaftAddr: raftAddr, DataDir: filepath.Join(dir, "data"),
-		Secret: "s", LogPath: filepath.Join(dir, "log"),
-		Args: append([]string{"--config-file", conf, "--log-level", "info"}, args...)}
-	if err := n.Start(nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop(20 * time.Second) })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := proctest.WaitHealthy(ctx, []*proctest.Node{n}, 1); err != nil {
-		t.Fatalf("%v\n%s", err, n.LogTail(40))
-	}
+	c := testcluster.NewProcs(t, bin)
+	c.Secret = "s"
+	c.Args = append([]string{"--config-file", conf, "--log-level", "info"}, args...)
+	n := c.Add("n1")
+	c.Start(n)
+	c.Healthy(1)
 	return n
 }
+
+// The process tests share one build of placementd.
+func TestMain(m *testing.M) { testcluster.Main(m) }
 
 type apiAnswer struct {
 	status int
@@ -71,7 +54,7 @@ type apiAnswer struct {
 }
 
 // api sends a Placement request; token "" sends none, version "" none.
-func api(t *testing.T, n *proctest.Node, method, path, token, version, body string, headers ...string) apiAnswer {
+func api(t *testing.T, n *testcluster.Proc, method, path, token, version, body string, headers ...string) apiAnswer {
 	t.Helper()
 	var payload any
 	if body != "" {
@@ -99,10 +82,7 @@ func TestDebianPlacementConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := writeFileIn(t, t.TempDir(), "placement.conf", string(data))
-	bin, err := proctest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testcluster.Binary(t)
 	t.Setenv("PLACEMENTD_KEYSTONE_PASSWORD", "from-the-environment")
 	n := startWithConf(t, bin, conf)
 
@@ -155,10 +135,7 @@ password = unused-under-noauth2
 [placement_database]
 connection = mysql+pymysql://placement:secret@db/placement
 `)
-	bin, err := proctest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testcluster.Binary(t)
 	n := startWithConf(t, bin, conf)
 
 	// noauth2: the token names the user; five providers of 8 VCPU.

@@ -89,12 +89,19 @@ var rules = []rule{
 	{"internal/difftest", false, []string{"./..."}, "it talks to both servers over HTTP only"},
 	{"internal/wanlab/...", false, []string{"./fsm/...", "./cluster/...", "./httpapi/...", "./snapshot/..."}, "any test may use the lab"},
 	{"bench/loadgen", false, []string{"./..."}, "the same workload measures upstream and placementd"},
-	{"cluster/proctest", true, []string{"./fsm/...", "./httpapi/..."}, "its nodes are the real binary"},
-	// The server's packages do not depend on test tools.
-	{"cmd/placementd", false, []string{"./bench/...", "./cluster/proctest", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"},
-	{"cluster", false, []string{"./bench/...", "./cluster/proctest", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"},
-	{"httpapi/...", false, []string{"./bench/...", "./cluster/proctest", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"},
-	{"fsm/...", false, []string{"./bench/...", "./cluster/proctest", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"},
+	// The harness and the tools that run the real binary.
+	{"internal/testcluster", false, []string{"./httpapi/..."},
+		"httpapi's own tests use the harness: the caller hands Cluster its API"},
+	{"cluster/faults", true, []string{"./fsm/...", "./httpapi/..."}, "it drives real processes over HTTP"},
+	{"bench/cmd/placement-scale", true, []string{"./cluster/...", "./fsm/...", "./httpapi/..."}, "it measures the real binary"},
+	{"bench/cmd/wan-bench", true, []string{"./fsm/...", "./httpapi/..."}, "the nodes it measures are real processes"},
+}
+
+// The server's packages do not depend on test tools: they are not shipped.
+func init() {
+	for _, scope := range []string{"cmd/placementd", "cluster", "cluster/metrics", "cluster/raftlog", "httpapi/...", "fsm/...", "snapshot/..."} {
+		rules = append(rules, rule{scope, false, []string{"./bench/...", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"})
+	}
 }
 
 // matches reports whether import path p (full) is what pattern names.

@@ -48,6 +48,11 @@ type Cluster struct {
 	MaxApplyLag uint64
 	// LeaderRegions is given to the cluster front of nodes started next.
 	LeaderRegions []string
+	// WrapTransport, when set, wraps the Raft transport of each node
+	// started next (to delay, hold or fail its RPCs); the wrapper must
+	// delegate to t. Links are made and cut on t itself (Node.Trans): peers
+	// deliver to t directly, so a wrapper sees the node's outgoing RPCs.
+	WrapTransport func(id string, t *raft.InmemTransport) raft.Transport
 }
 
 // Node is one in-process node.
@@ -149,6 +154,9 @@ func (c *Cluster) StartWith(id string, cfg cluster.Config) *Node {
 	}
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(id))
 	cfg.NodeID, cfg.Transport, cfg.HTTPAddr = id, trans, ln.Addr().String()
+	if c.WrapTransport != nil {
+		cfg.Transport = c.WrapTransport(id, trans)
+	}
 	cfg.Logger = QuietRaftLogger(id)
 	machine := fsm.New()
 	if c.NewFSM != nil {

@@ -29,7 +29,7 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error
 
 // Poll calls cond until it returns nil or ctx is done; then it returns
 // cond's last error. For code that cannot fail a test itself (goroutines,
-// cluster/proctest).
+// the waits of Procs).
 func Poll(ctx context.Context, cond func() error) error {
 	wait := minPoll
 	for {

@@ -131,26 +131,16 @@ enforce_new_defaults = false
 	return "http://" + addr
 }
 
-func buildPlacementd(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "placementd")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/placementd/placementd/cmd/placementd")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startPlacementd runs a fresh single-node placementd and returns its API
 // address.
 func startPlacementd(t *testing.T, bin, name string) string {
 	t.Helper()
-	addr := freeAddr(t)
-	process(t, name, exec.Command(bin, "serve", "--node-id", name, "--http-addr", addr, "--raft-addr", "127.0.0.1:0",
-		"--data-dir", t.TempDir(), "--cluster-secret", secret, "--log-level", "warn"))
-	waitHTTP(t, "http://"+addr+"/_cluster/health", 20*time.Second)
-	return addr
+	c := testcluster.NewProcs(t, bin)
+	c.Secret = secret
+	n := c.Add(name)
+	c.Start(n)
+	c.Healthy(1)
+	return n.HTTPAddr
 }
 
 // api writes to a Placement API as the admin and fails the test on an
@@ -374,7 +364,7 @@ func TestMigrationFromUpstreamPlacement(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		bin = buildPlacementd(t)
+		bin = testcluster.Binary(t)
 	}()
 	srcURL := startUpstream(t)
 	fillCloud(api{t, srcURL})

@@ -47,8 +47,8 @@
 // /resource_providers/{uuid}/usages answers the expected usage for the
 // provider the last write goes to.
 //
-// It imports bench/loadgen, cluster/proctest (to run the server as a
-// process) and snapshot/export (to write the document it imports); it
-// must not import cluster, fsm or httpapi: it measures the real binary,
-// not an in-process copy.
+// It imports bench/loadgen, internal/testcluster (to build the server and
+// find free ports) and snapshot/export (to write the document it
+// imports); it must not import cluster, fsm or httpapi itself: it
+// measures the real binary, not an in-process copy.
 package main

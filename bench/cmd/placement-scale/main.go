@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/bench/loadgen"
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/snapshot/export"
 )
 
@@ -156,7 +156,7 @@ func (b *bench) run(bin string, verify, strict bool, maxHWM int64, maxRestart ti
 		logf("building placementd into %s", b.dir)
 		// go build resolves the package in the module of the current
 		// directory: run this from the repository, or give -placementd.
-		if bin, err = proctest.Build(b.dir); err != nil {
+		if bin, err = testcluster.Build(b.dir); err != nil {
 			logf("%v", err)
 			return 2
 		}
@@ -170,8 +170,8 @@ func (b *bench) run(bin string, verify, strict bool, maxHWM int64, maxRestart ti
 	_, selfHWM, _ := procMem(os.Getpid())
 	logf("document %s: %d MiB in %s (this process's peak RSS %d MiB)", docPath, b.docBytes>>20, time.Since(t0).Round(time.Millisecond), selfHWM>>20)
 
-	httpAddr, err1 := proctest.FreeAddr("127.0.0.1")
-	raftAddr, err2 := proctest.FreeAddr("127.0.0.1")
+	httpAddr, err1 := testcluster.FreeAddr("127.0.0.1")
+	raftAddr, err2 := testcluster.FreeAddr("127.0.0.1")
 	if err := errors.Join(err1, err2); err != nil {
 		logf("%v", err)
 		return 2
@@ -661,7 +661,7 @@ func (b *bench) report(maxHWM int64, maxRestart time.Duration) (missed bool) {
 // --- the server process ---------------------------------------------------
 
 // server is one placementd node; it keeps its addresses and data dir
-// across restarts. proctest.Node does the same but hides the process id,
+// across restarts. testcluster.Proc does the same but hides the process id,
 // which /proc needs, and the start time, which the restart figure needs.
 type server struct {
 	bin, httpAddr, raftAddr, dataDir, logPath string

@@ -12,7 +12,7 @@
 // It needs root (namespaces, iptables). Every figure comes from one run on
 // a shared machine: compare rows of one table, not tables of two runs.
 //
-// It imports cluster (its operator API client), cluster/proctest and
-// internal/wanlab; it must not import fsm or httpapi: the nodes it
-// measures are real processes.
+// It imports cluster (its operator API client), internal/testcluster (its
+// process nodes) and internal/wanlab; it must not import fsm or httpapi
+// itself: the nodes it measures are real processes.
 package main

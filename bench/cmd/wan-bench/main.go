@@ -21,7 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/cluster/proctest"
+	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/internal/wanlab"
 )
 
@@ -130,7 +130,7 @@ func logf(format string, args ...any) {
 type bench struct {
 	cfg    config
 	lab    *wanlab.Lab
-	nodes  []*proctest.Node
+	nodes  testcluster.Procs
 	client *http.Client // from the client host: every request pays its RTT
 	ctl    *http.Client // from the control host: no delay, for status polls
 	rpUUID string       // the provider the reads fetch
@@ -162,7 +162,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		dir = tmp
 	}
 	logf("building placementd and wan-delayer in %s", dir)
-	bin, err := proctest.Build(dir)
+	bin, err := testcluster.Build(dir)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (b *bench) start(ctx context.Context, bin, dir string) error {
 		if b.cfg.regions != nil {
 			args = append(args, "--region", b.cfg.regions[i-1], "--leader-regions", b.cfg.regions[0])
 		}
-		n := proctest.LabNode(h, id, bin, dir, secret, b.ctl, append(args, b.cfg.serveFlags...)...)
+		n := testcluster.LabNode(h, id, bin, dir, secret, b.ctl, append(args, b.cfg.serveFlags...)...)
 		if err := n.Start(join); err != nil {
 			return err
 		}
@@ -261,7 +261,7 @@ func (b *bench) start(ctx context.Context, bin, dir string) error {
 func (b *bench) waitHealthy(ctx context.Context, n int) (cluster.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return proctest.WaitHealthy(ctx, b.nodes[:n], n)
+	return b.nodes[:n].WaitHealthy(ctx, n)
 }
 
 func (b *bench) addr(id string) string {
@@ -477,7 +477,7 @@ func (b *bench) failover(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	var dead, via *proctest.Node
+	var dead, via *testcluster.Proc
 	for _, n := range b.nodes {
 		if n.ID == st.Leader {
 			dead = n
@@ -526,7 +526,7 @@ func (b *bench) regionLoss(ctx context.Context) (loss, back time.Duration, err e
 		return 0, 0, err
 	}
 	var cut, rest []string
-	var via *proctest.Node
+	var via *testcluster.Proc
 	for i, n := range b.nodes {
 		if b.cfg.regions[i] == preferred {
 			cut = append(cut, n.ID)
@@ -575,7 +575,7 @@ func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Dura
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for {
-		st, err := proctest.Status(ctx, b.nodes)
+		st, err := b.nodes.Status(ctx)
 		if err == nil {
 			for _, m := range st.Members {
 				if m.ID == st.Leader && m.Region == region {

@@ -1,4 +1,4 @@
-package proctest
+package testcluster
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // Build compiles cmd/placementd (statically, with the given build tags)
@@ -44,9 +43,9 @@ func FreeAddr(ip string) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// Node is one placementd process; the fields are its flags. A node keeps
+// Proc is one placementd process; the fields are its flags. A node keeps
 // its addresses and data dir across restarts.
-type Node struct {
+type Proc struct {
 	ID       string
 	Bin      string
 	HTTPAddr string
@@ -79,7 +78,7 @@ type Node struct {
 
 // Start runs the node; with join it joins the cluster through those API
 // addresses, without it a fresh data dir starts a new cluster.
-func (n *Node) Start(join []string) error {
+func (n *Proc) Start(join []string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd != nil {
@@ -137,7 +136,7 @@ func (n *Node) Start(join []string) error {
 
 // signal sends sig to the running process; stop marks the exit that may
 // follow as asked for.
-func (n *Node) signal(sig syscall.Signal, stop bool) (chan struct{}, error) {
+func (n *Proc) signal(sig syscall.Signal, stop bool) (chan struct{}, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd == nil {
@@ -156,7 +155,7 @@ func (n *Node) signal(sig syscall.Signal, stop bool) (chan struct{}, error) {
 }
 
 // Kill sends SIGKILL and waits for the process to go.
-func (n *Node) Kill() error {
+func (n *Proc) Kill() error {
 	exited, err := n.signal(syscall.SIGKILL, true)
 	if err != nil {
 		return err
@@ -167,7 +166,7 @@ func (n *Node) Kill() error {
 
 // Stop sends SIGTERM (a graceful stop) and waits up to timeout, then
 // kills the process.
-func (n *Node) Stop(timeout time.Duration) error {
+func (n *Proc) Stop(timeout time.Duration) error {
 	if n.Paused() {
 		n.Resume()
 	}
@@ -185,27 +184,27 @@ func (n *Node) Stop(timeout time.Duration) error {
 }
 
 // Pause freezes the process (SIGSTOP).
-func (n *Node) Pause() error { _, err := n.signal(syscall.SIGSTOP, false); return err }
+func (n *Proc) Pause() error { _, err := n.signal(syscall.SIGSTOP, false); return err }
 
 // Resume continues a paused process (SIGCONT).
-func (n *Node) Resume() error { _, err := n.signal(syscall.SIGCONT, false); return err }
+func (n *Proc) Resume() error { _, err := n.signal(syscall.SIGCONT, false); return err }
 
 // Running reports whether the process is up (paused or not).
-func (n *Node) Running() bool {
+func (n *Proc) Running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.cmd != nil
 }
 
 // Paused reports whether the process is stopped by SIGSTOP.
-func (n *Node) Paused() bool {
+func (n *Proc) Paused() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.cmd != nil && n.paused
 }
 
 // Wipe deletes the node's data dir; the node must not be running.
-func (n *Node) Wipe() error {
+func (n *Proc) Wipe() error {
 	if n.Running() {
 		return fmt.Errorf("%s is running", n.ID)
 	}
@@ -213,7 +212,7 @@ func (n *Node) Wipe() error {
 }
 
 // Crashes lists the exits of the node nobody asked for.
-func (n *Node) Crashes() []string {
+func (n *Proc) Crashes() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append([]string(nil), n.crashes...)
@@ -221,19 +220,19 @@ func (n *Node) Crashes() []string {
 
 // LastExit is how the node's last run ended: nil for exit status 0 (or
 // still running), else the wait error (e.g. "exit status 1").
-func (n *Node) LastExit() error {
+func (n *Proc) LastExit() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.lastExit
 }
 
 // Client is the operator API client of the node.
-func (n *Node) Client() *cluster.Client {
+func (n *Proc) Client() *cluster.Client {
 	return &cluster.Client{Addr: n.HTTPAddr, Secret: n.Secret, HTTP: n.HTTP}
 }
 
 // LogTail returns the last max bytes of the node's log.
-func (n *Node) LogTail(max int) string {
+func (n *Proc) LogTail(max int) string {
 	b, _ := os.ReadFile(n.LogPath)
 	if len(b) > max {
 		b = b[len(b)-max:]
@@ -241,41 +240,49 @@ func (n *Node) LogTail(max int) string {
 	return string(b)
 }
 
+// Procs is a set of placementd processes seen through their operator
+// API. Its waits take a context and return errors, for code that cannot
+// fail a test itself (the fault harness, benchmark commands); ProcCluster
+// has the same verbs for tests.
+type Procs []*Proc
+
 // Status asks the running nodes, in turn, for the cluster status until
 // one that knows a leader answers.
-func Status(ctx context.Context, nodes []*Node) (cluster.ClusterStatus, error) {
-	var last error = errors.New("no node running")
-	for ctx.Err() == nil {
-		for _, n := range nodes {
+func (ps Procs) Status(ctx context.Context) (cluster.ClusterStatus, error) {
+	var st cluster.ClusterStatus
+	err := Poll(ctx, func() error {
+		last := errors.New("no node running")
+		for _, n := range ps {
 			if !n.Running() || n.Paused() {
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			st, err := n.Client().Status(cctx)
+			s, err := n.Client().Status(cctx)
 			cancel()
-			if err == nil && st.Leader != "" {
-				return st, nil
+			if err == nil && s.Leader != "" {
+				st = s
+				return nil
 			}
 			if err == nil {
 				err = fmt.Errorf("%s knows no leader", n.ID)
 			}
 			last = err
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
+		return last
+	})
+	if err != nil {
+		return cluster.ClusterStatus{}, fmt.Errorf("no leader: %v", err)
 	}
-	return cluster.ClusterStatus{}, fmt.Errorf("no leader: %v", last)
+	return st, nil
 }
 
 // WaitHealthy waits until the cluster reports want healthy members.
-func WaitHealthy(ctx context.Context, nodes []*Node, want int) (cluster.ClusterStatus, error) {
+func (ps Procs) WaitHealthy(ctx context.Context, want int) (cluster.ClusterStatus, error) {
 	var last cluster.ClusterStatus
-	for {
-		st, err := Status(ctx, nodes)
+	err := Poll(ctx, func() error {
+		st, err := ps.Status(ctx)
 		if err != nil {
-			return last, fmt.Errorf("cluster not healthy: %v (last status %+v)", err, last)
+			return err
 		}
 		last = st
 		healthy := 0
@@ -284,15 +291,13 @@ func WaitHealthy(ctx context.Context, nodes []*Node, want int) (cluster.ClusterS
 				healthy++
 			}
 		}
-		if healthy == want && len(st.Members) == want {
-			return st, nil
-		}
-		select {
-		case <-ctx.Done():
-			return last, fmt.Errorf("cluster not healthy: %d members, want %d healthy: %+v", len(st.Members), want, summarize(st))
-		case <-time.After(100 * time.Millisecond):
-		}
+		return Check(healthy == want && len(st.Members) == want,
+			"%d members, want %d healthy: %s", len(st.Members), want, summarize(st))
+	})
+	if err != nil {
+		return last, fmt.Errorf("cluster not healthy: %v", err)
 	}
+	return last, nil
 }
 
 func summarize(st cluster.ClusterStatus) string {
@@ -307,40 +312,48 @@ func summarize(st cluster.ClusterStatus) string {
 	return fmt.Sprintf("leader %s term %d: %s", st.Leader, st.Term, strings.Join(parts, ", "))
 }
 
-// Pid is the running process's id (0 when the node is not running), for
-// reading its /proc entries.
-func (n *Node) Pid() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil || n.cmd.Process == nil {
-		return 0
-	}
-	return n.cmd.Process.Pid
-}
-
 // Leader waits until the running nodes name a leader and returns it (an
-// error if it is none of nodes).
-func Leader(ctx context.Context, nodes []*Node) (*Node, error) {
-	st, err := Status(ctx, nodes)
+// error if it is none of them).
+func (ps Procs) Leader(ctx context.Context) (*Proc, error) {
+	st, err := ps.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range nodes {
-		if n.ID == st.Leader {
-			return n, nil
-		}
+	if n := ps.Named(st.Leader); n != nil {
+		return n, nil
 	}
 	return nil, fmt.Errorf("the leader %s is none of the nodes", st.Leader)
 }
 
-// Converged waits until every node of nodes (each must be running) reports
-// the same digest at the same state index, and returns it as digest@index.
-func Converged(ctx context.Context, nodes []*Node) (string, error) {
+// Named returns the node named id (nil if none).
+func (ps Procs) Named(id string) *Proc {
+	for _, n := range ps {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// Except returns the nodes other than n.
+func (ps Procs) Except(n *Proc) Procs {
+	var out Procs
+	for _, o := range ps {
+		if o != n {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Converged waits until every node (each must be running) reports the
+// same digest at the same state index, and returns it as digest@index.
+func (ps Procs) Converged(ctx context.Context) (string, error) {
 	var state string
-	err := testcluster.Poll(ctx, func() error {
+	err := Poll(ctx, func() error {
 		seen := map[string]bool{}
 		var each []string
-		for _, n := range nodes {
+		for _, n := range ps {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			st, err := n.Client().Self(cctx)
 			cancel()
@@ -361,6 +374,17 @@ func Converged(ctx context.Context, nodes []*Node) (string, error) {
 		return "", fmt.Errorf("not converged: %w", err)
 	}
 	return state, nil
+}
+
+// Pid is the running process's id (0 when the node is not running), for
+// reading its /proc entries.
+func (n *Proc) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
 }
 
 // loopbackAddr reports whether host:port has a loopback IP.

@@ -59,6 +59,7 @@ type clusterFlags struct {
 	shutdownTimeout              time.Duration
 	timingMultiplier             float64
 	timing                       cluster.Timing
+	raftConns                    cluster.RaftConnLimits
 	region, zone                 string
 	leaderRegions                string
 }
@@ -81,6 +82,12 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timing.Election, "raft-election-timeout", 0, "Raft election timeout, at least the heartbeat timeout (0: from --raft-timing-multiplier)")
 	fs.DurationVar(&c.timing.LeaderLease, "raft-leader-lease-timeout", 0, "a leader that hears from no quorum this long steps down; at most the heartbeat timeout (0: from --raft-timing-multiplier)")
 	fs.DurationVar(&c.timing.Commit, "raft-commit-timeout", 0, "how often an idle leader still sends followers the commit index; below the heartbeat timeout (0: 50ms)")
+	d := cluster.DefaultRaftConnLimits
+	fs.DurationVar(&c.raftConns.Handshake, "raft-handshake-timeout", d.Handshake, "an inbound Raft connection that has not finished its TLS handshake this long after connecting is closed")
+	fs.DurationVar(&c.raftConns.FirstMessage, "raft-first-message-timeout", d.FirstMessage, "an inbound Raft connection that has sent no RPC this long after its handshake (or after connecting, without TLS) is closed")
+	fs.IntVar(&c.raftConns.MaxPending, "raft-max-pending-connections", d.MaxPending, "cap on inbound Raft connections in handshake or waiting for their first RPC; past it new ones are closed at once")
+	fs.IntVar(&c.raftConns.MaxOpen, "raft-max-connections", d.MaxOpen, "cap on inbound Raft connections held by Raft (a peer keeps a handful); past it new ones are closed")
+	fs.IntVar(&c.raftConns.MaxPerSource, "raft-max-connections-per-ip", d.MaxPerSource, "cap on inbound Raft connections from one IP address, pending and held alike, so that one source cannot take every place; members sharing an address (one host, a NAT) share it (0: no cap)")
 	fs.StringVar(&c.region, "region", "", "region of this node (a label: cluster status, metrics, --leader-regions and the check that losing one region keeps a quorum)")
 	fs.StringVar(&c.zone, "zone", "", "zone of this node within its region (a label)")
 	fs.StringVar(&c.leaderRegions, "leader-regions", "", "comma-separated regions the leader should be in, most preferred first: a leader elsewhere hands over to a healthy, caught-up voter of a preferred region (give every node the same list; needs --cluster-secret)")
@@ -229,6 +236,9 @@ func serve(args []string) error {
 	}
 	if _, err := c.cluster.raftTiming(); err != nil {
 		return err
+	}
+	if err := c.cluster.raftConns.Check(); err != nil {
+		return fmt.Errorf("raft connection limits (--raft-*-timeout, --raft-max-*): %w", err)
 	}
 	// Before nodeID, which writes to the data dir. The certificate names
 	// the node only when --node-id does (a label for logs).

@@ -222,6 +222,11 @@ func measure(b *testing.B, op func()) {
 		times = append(times, time.Since(t))
 	}
 	b.StopTimer()
+	reportPercentiles(b, times)
+}
+
+// reportPercentiles reports the p50 and p99 of times.
+func reportPercentiles(b *testing.B, times []time.Duration) {
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	pct := func(p float64) float64 {
 		return float64(times[int(p*float64(len(times)-1))].Nanoseconds()) / 1e3
@@ -367,5 +372,62 @@ func BenchmarkCandidatesHTTPRandom(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// BenchmarkCandidatesRandomMix measures the scheduler's queries of
+// bench/loadgen (plain, a required trait, member_of, limit 50) over 1k
+// compute nodes with randomization on and off, on a still state and with
+// a claim applied before each search (a new state version each time, as
+// on a leader taking claims): the randomized search should cost about
+// what the first-50 search costs, and no more on a changing state.
+//
+//	go test ./bench/ -run '^$' -bench CandidatesRandomMix -benchtime 3000x -cpu 1
+func BenchmarkCandidatesRandomMix(b *testing.B) {
+	f := buildFleet(b, fleetSpec{nodes: 1000})
+	claims := 0
+	claim := func() {
+		claims++
+		u := nodeUUID(claims * 7 % 1000)
+		if _, err := f.ApplyCommand(&state.SetAllocations{Consumers: []state.ConsumerAllocations{{
+			Consumer: fmt.Sprintf("0d000000-0000-4000-8000-%012d", claims), ProjectID: "p", UserID: "u",
+			Allocations: []state.AllocationRequest{{Provider: u, Class: "VCPU", Used: 1}},
+		}}}, state.Meta{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, writes := range []bool{false, true} {
+		for _, q := range benchQueries[:3] {
+			for _, randomize := range []bool{false, true} {
+				b.Run(fmt.Sprintf("writes=%v/%s/randomize=%v", writes, q.name, randomize), func(b *testing.B) {
+					req := parseQuery(b, q.query)
+					opt := candidates.Options{Randomize: randomize, MaxCandidates: 10000}
+					search := func(st *state.Store) {
+						res, err := candidates.Search(context.Background(), st, req, opt)
+						if err != nil || len(res.Candidates) != 50 {
+							b.Fatalf("%v, %d candidates", err, len(res.Candidates))
+						}
+					}
+					// Only the search is timed (the percentiles): the
+					// claims make b's ns/op of the writes=true runs.
+					times := make([]time.Duration, 0, b.N)
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						if writes {
+							claim()
+						}
+						t := time.Now()
+						f.Read(search)
+						times = append(times, time.Since(t))
+					}
+					b.StopTimer()
+					reportPercentiles(b, times)
+					// The fastest tenth: what a search costs when nothing
+					// else preempts it (the machine is shared).
+					b.ReportMetric(float64(times[len(times)/10].Nanoseconds())/1e3, "p10-µs")
+				})
+			}
+		}
 	}
 }

@@ -31,14 +31,18 @@
 // labels carried with the membership, the check that losing one region
 // keeps a quorum, leadership transfer, and the leader preference that
 // Handler.Run applies; Run also keeps connections to the other voters'
-// APIs open (background.go) so that forwarding pays no handshake.
+// APIs open (background.go) so that forwarding pays no handshake. A
+// forwarded request's body is read through the API when it is a
+// BodyReader, so that it counts against the API's body admission while
+// the follower holds it (forward.go).
 //
 // Raft transport (transport.go): TCP, optionally mutual TLS from
 // certificate files or derived from the cluster secret (raftsecret.go:
 // every node derives the same CA from the secret and signs a certificate
 // of its own with it). The listener (raftlisten.go) hands raft an inbound
 // connection only after the TLS handshake and its first byte, each within
-// a deadline, under caps on pending and open connections. Whether a node
+// a deadline, under caps on pending and open connections and on the
+// connections from one source address (RaftConnLimits). Whether a node
 // may run without Raft authentication is the command's decision, not
 // this package's: in-process test clusters run plain TCP.
 //

@@ -44,8 +44,9 @@ type HandlerOptions struct {
 	// LeaderWait bounds how long a request waits for a reachable leader
 	// during an election before it is answered 503 (default 10 s).
 	LeaderWait time.Duration
-	// MaxBodyBytes bounds forwarded request bodies (default 16 MiB + 1,
-	// so the leader's own limit answers 413).
+	// MaxBodyBytes bounds the forwarded request bodies this front reads
+	// itself (default 16 MiB + 1, so the leader's own limit answers 413):
+	// the operator API's, and the API's when it is no BodyReader.
 	MaxBodyBytes int64
 	// ForwardReads makes a follower forward linearizable reads whole to
 	// the leader, as before read indexes (for comparison: bench/).
@@ -58,6 +59,18 @@ type HandlerOptions struct {
 	// LeaderRegions: regions the leader should be in, most preferred
 	// first (topology.go); Run moves leadership there.
 	LeaderRegions []string
+}
+
+// BodyReader is implemented by an API that bounds the request bodies it
+// holds at once (httpapi.Server): the front of a follower reads the body
+// of an API request it forwards to the leader through it, so that the
+// body counts against the same bound as the bodies the API decodes, and
+// bodies sent to a follower cost it what they cost the leader. On failure
+// (a body that did not arrive, no room under the bound) ReadForwarded has
+// answered the client; otherwise the front calls release once it no
+// longer holds the body.
+type BodyReader interface {
+	ReadForwarded(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool)
 }
 
 // Handler serves the whole Placement API on any node: the leader answers
@@ -150,6 +163,8 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 	hops := hopsOf(r)
 	var body []byte
 	bodyRead := false
+	release := func() {}
+	defer func() { release() }()
 	deadline := time.Now().Add(h.opts.LeaderWait)
 	for {
 		id, addr := h.node.Leader()
@@ -162,6 +177,9 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 			// The local API answers 503 (with Retry-After, in Placement's
 			// error format) when it turns out not to lead after all.
 			if bodyRead {
+				// The API takes its own share of the bound to decode it.
+				release()
+				release = func() {}
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
 			h.serveLocal(w, r, local, levelLinearizable, false)
@@ -169,10 +187,9 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 		}
 		if addr != "" {
 			if !bodyRead {
-				var err error
-				body, err = io.ReadAll(io.LimitReader(r.Body, h.opts.MaxBodyBytes))
-				if err != nil {
-					writeUnavailable(w, "reading the request body: "+err.Error(), false)
+				var ok bool
+				if body, release, ok = h.readBody(w, r); !ok {
+					release = func() {}
 					return
 				}
 				bodyRead = true
@@ -210,6 +227,22 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// readBody reads the body of r, to be forwarded: through the API when it
+// is a BodyReader and r one of its requests, or here, up to MaxBodyBytes.
+// It returns the function to call once the body is no longer held; on
+// failure it has answered.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	if br, isReader := h.api.(BodyReader); isReader && !strings.HasPrefix(r.URL.Path, "/_cluster/") {
+		return br.ReadForwarded(w, r)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		writeUnavailable(w, "reading the request body: "+err.Error(), false)
+		return nil, nil, false
+	}
+	return body, func() {}, true
 }
 
 // logForwarded logs a request this node forwarded, under the request id

@@ -55,6 +55,9 @@ type Config struct {
 	// with serverAuth and clientAuth usages; host names are not checked
 	// (see raftTLSConfigs). Every member must use it, or none.
 	RaftTLS *tls.Config
+	// RaftConns bounds the inbound connections of the Raft port
+	// (raftlisten.go; nil: DefaultRaftConnLimits). Not used with Transport.
+	RaftConns *RaftConnLimits
 	// APITLS, when set, says that every member serves its API over HTTPS:
 	// this node reaches its peers' APIs (forwarding to the leader, status,
 	// join, leave) with https:// and verifies their certificates with
@@ -210,7 +213,15 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 
 	trans := cfg.Transport
 	if trans == nil {
-		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, defaultRaftConnLimits, cfg.Logger)
+		limits := DefaultRaftConnLimits
+		if cfg.RaftConns != nil {
+			limits = *cfg.RaftConns
+		}
+		if err := limits.Check(); err != nil {
+			n.closeStores()
+			return nil, err
+		}
+		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, limits, cfg.Logger)
 		if err != nil {
 			n.closeStores()
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -20,8 +21,8 @@ import (
 // connection costs a small goroutine and no raft buffer, and there is a
 // bound on how many may be in that state, and on how many raft holds.
 
-// raftConnLimits bounds inbound Raft connections.
-type raftConnLimits struct {
+// RaftConnLimits bounds inbound Raft connections (Config.RaftConns).
+type RaftConnLimits struct {
 	// Handshake bounds the TLS handshake of an inbound connection.
 	Handshake time.Duration
 	// FirstMessage bounds the wait for the first byte of the first RPC
@@ -36,23 +37,57 @@ type raftConnLimits struct {
 	// MaxPool plus the replication pipeline), so this leaves room for
 	// dozens of peers.
 	MaxOpen int
+	// MaxPerSource bounds the connections from one source IP address,
+	// pending and held alike (0: no bound); past it new ones from that
+	// address are closed at once, so that one source cannot take every
+	// place of MaxPending or MaxOpen. Members that share an address
+	// (one host, a NAT) share the bound.
+	MaxPerSource int
 }
 
-var defaultRaftConnLimits = raftConnLimits{
+// DefaultRaftConnLimits are the limits of a node whose Config.RaftConns
+// is nil.
+var DefaultRaftConnLimits = RaftConnLimits{
 	Handshake:    10 * time.Second,
 	FirstMessage: 10 * time.Second,
 	MaxPending:   256,
 	MaxOpen:      256,
+	MaxPerSource: 32,
+}
+
+// Check reports a limit that cannot work.
+func (l RaftConnLimits) Check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"handshake timeout", l.Handshake}, {"first message timeout", l.FirstMessage}} {
+		if d.v <= 0 {
+			return fmt.Errorf("raft %s %s: want a positive duration", d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name   string
+		v, min int
+	}{{"pending connections", l.MaxPending, 1}, {"connections", l.MaxOpen, 1}, {"connections per source address", l.MaxPerSource, 0}} {
+		if n.v < n.min {
+			return fmt.Errorf("raft max %s %d: want %d or more", n.name, n.v, n.min)
+		}
+	}
+	return nil
 }
 
 type raftListener struct {
 	inner  net.Listener
 	tls    *tls.Config // the accepting side; nil: plain TCP
-	limits raftConnLimits
+	limits RaftConnLimits
 	logger hclog.Logger
 
 	pending, open chan struct{} // semaphores
-	ready         chan net.Conn
+	// sources counts the connections open from each source address
+	// (MaxPerSource), from accept until closed.
+	sourcesMu sync.Mutex
+	sources   map[string]int
+	ready     chan net.Conn
 	// ctx ends with Close, and with it the connections still being
 	// admitted.
 	ctx       context.Context
@@ -69,11 +104,12 @@ type raftListener struct {
 
 const refusalLogEvery = 10 * time.Second
 
-func newRaftListener(inner net.Listener, server *tls.Config, limits raftConnLimits, logger hclog.Logger) *raftListener {
+func newRaftListener(inner net.Listener, server *tls.Config, limits RaftConnLimits, logger hclog.Logger) *raftListener {
 	l := &raftListener{
 		inner: inner, tls: server, limits: limits, logger: logger,
 		pending: make(chan struct{}, limits.MaxPending),
 		open:    make(chan struct{}, limits.MaxOpen),
+		sources: map[string]int{},
 		ready:   make(chan net.Conn),
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -140,19 +176,68 @@ func (l *raftListener) acceptLoop() {
 			continue
 		}
 		delay = 0
+		src := sourceOf(c)
+		if !l.takeSource(src) {
+			l.refuse(c, "too many connections from one address", nil)
+			continue
+		}
 		select {
 		case l.pending <- struct{}{}:
-			go l.admit(c)
+			go l.admit(c, src)
 		default:
+			l.releaseSource(src)
 			l.refuse(c, "too many connections in handshake", nil)
 		}
 	}
 }
 
-// admit hands c to raft once it has completed the TLS handshake (when
-// there is TLS) and sent its first byte, or closes it.
-func (l *raftListener) admit(raw net.Conn) {
+// sourceOf is the IP address a connection comes from.
+func sourceOf(c net.Conn) string {
+	addr := c.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+// takeSource counts a connection from src, unless src has MaxPerSource.
+func (l *raftListener) takeSource(src string) bool {
+	if l.limits.MaxPerSource <= 0 {
+		return true
+	}
+	l.sourcesMu.Lock()
+	defer l.sourcesMu.Unlock()
+	if l.sources[src] >= l.limits.MaxPerSource {
+		return false
+	}
+	l.sources[src]++
+	return true
+}
+
+// releaseSource forgets a connection from src that takeSource counted.
+func (l *raftListener) releaseSource(src string) {
+	if l.limits.MaxPerSource <= 0 {
+		return
+	}
+	l.sourcesMu.Lock()
+	defer l.sourcesMu.Unlock()
+	if l.sources[src]--; l.sources[src] <= 0 {
+		delete(l.sources, src)
+	}
+}
+
+// admit hands c, from src, to raft once it has completed the TLS
+// handshake (when there is TLS) and sent its first byte, or closes it.
+func (l *raftListener) admit(raw net.Conn, src string) {
 	defer func() { <-l.pending }()
+	// Until raft has it, the connection's count of src is given back
+	// here; then by closing it.
+	handed := false
+	defer func() {
+		if !handed {
+			l.releaseSource(src)
+		}
+	}()
 	stop := context.AfterFunc(l.ctx, func() { raw.Close() })
 	defer stop()
 	var c net.Conn = raw
@@ -178,7 +263,8 @@ func (l *raftListener) admit(raw net.Conn) {
 		l.refuse(c, "too many open connections", nil)
 		return
 	}
-	ac := &admittedConn{Conn: c, first: first[:], release: func() { <-l.open }}
+	ac := &admittedConn{Conn: c, first: first[:], release: func() { <-l.open; l.releaseSource(src) }}
+	handed = true
 	select {
 	case l.ready <- ac:
 	case <-l.ctx.Done():
@@ -187,7 +273,8 @@ func (l *raftListener) admit(raw net.Conn) {
 }
 
 // admittedConn is a connection raft holds: its first byte, already read,
-// comes first, and closing it frees its place under MaxOpen.
+// comes first, and closing it frees its place under MaxOpen and
+// MaxPerSource.
 type admittedConn struct {
 	net.Conn
 	mu      sync.Mutex

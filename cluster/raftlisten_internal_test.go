@@ -40,7 +40,7 @@ func TestRaftCAFromSecretIsFixed(t *testing.T) {
 
 // listenRaft starts a raftListener on loopback with the server side of
 // the TLS derived from secret.
-func listenRaft(t *testing.T, secret string, limits raftConnLimits) *raftListener {
+func listenRaft(t *testing.T, secret string, limits RaftConnLimits) *raftListener {
 	t.Helper()
 	cfg, err := RaftTLSFromSecret(secret, "server")
 	if err != nil {
@@ -63,6 +63,12 @@ func listenRaft(t *testing.T, secret string, limits raftConnLimits) *raftListene
 // certificate derived from it, handshake done.
 func dialRaft(t *testing.T, l *raftListener, secret string) (*tls.Conn, error) {
 	t.Helper()
+	return dialRaftFrom(t, l, secret, "")
+}
+
+// dialRaftFrom is dialRaft from the local IP address from ("": any).
+func dialRaftFrom(t *testing.T, l *raftListener, secret, from string) (*tls.Conn, error) {
+	t.Helper()
 	cfg, err := RaftTLSFromSecret(secret, "client")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +77,11 @@ func dialRaft(t *testing.T, l *raftListener, secret string) (*tls.Conn, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", l.Addr().String(), client)
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	}
+	c, err := tls.DialWithDialer(d, "tcp", l.Addr().String(), client)
 	if err == nil {
 		t.Cleanup(func() { c.Close() })
 	}
@@ -113,7 +123,7 @@ func acceptAll(l *raftListener) chan net.Conn {
 // short so that the test does not wait for the real ones; the clients
 // wait far longer, so a timeout on their side means the server held on.
 func TestRaftListenerClosesUnauthenticated(t *testing.T) {
-	l := listenRaft(t, "the secret", raftConnLimits{Handshake: 300 * time.Millisecond, FirstMessage: 300 * time.Millisecond, MaxPending: 8, MaxOpen: 8})
+	l := listenRaft(t, "the secret", RaftConnLimits{Handshake: 300 * time.Millisecond, FirstMessage: 300 * time.Millisecond, MaxPending: 8, MaxOpen: 8})
 	accepted := acceptAll(l)
 
 	raw, err := net.Dial("tcp", l.Addr().String())
@@ -183,7 +193,7 @@ func TestRaftListenerClosesUnauthenticated(t *testing.T) {
 // held by raft, new connections are closed at once; a slot frees when a
 // connection ends.
 func TestRaftListenerCaps(t *testing.T) {
-	l := listenRaft(t, "the secret", raftConnLimits{Handshake: time.Minute, FirstMessage: time.Minute, MaxPending: 2, MaxOpen: 1})
+	l := listenRaft(t, "the secret", RaftConnLimits{Handshake: time.Minute, FirstMessage: time.Minute, MaxPending: 2, MaxOpen: 1})
 	accepted := acceptAll(l)
 
 	var idle []net.Conn
@@ -226,15 +236,63 @@ func TestRaftListenerCaps(t *testing.T) {
 	admitMember(t, l, accepted).Close()
 }
 
+// Past MaxPerSource connections from one address, pending or held by
+// raft, new ones from that address are closed at once, while another
+// address is still served; a place frees when a connection ends.
+func TestRaftListenerPerSource(t *testing.T) {
+	const hostile, peer = "127.0.0.2", "127.0.0.3"
+	l := listenRaft(t, "the secret", RaftConnLimits{Handshake: time.Minute, FirstMessage: time.Minute, MaxPending: 8, MaxOpen: 8, MaxPerSource: 3})
+	accepted := acceptAll(l)
+	from := func(ip string) net.Conn {
+		t.Helper()
+		c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Skipf("dialing from %s: %v", ip, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// A member connection held by raft and two silent ones take the
+	// hostile address's three places.
+	held := admitMemberFrom(t, l, accepted, hostile)
+	silent := []net.Conn{from(hostile), from(hostile)}
+	// The listener takes connections in order: the fourth finds the
+	// address's places taken, though the listener has room.
+	fourth := from(hostile)
+	if closed, err := closedByServer(fourth, 20*time.Second); !closed {
+		t.Errorf("a fourth connection from one address was kept (%v)", err)
+	}
+	for i, c := range silent {
+		if closed, err := closedByServer(c, 200*time.Millisecond); closed {
+			t.Errorf("silent connection %d was closed before its deadline: %v", i, err)
+		}
+	}
+	// Another address is served meanwhile, up to its own three.
+	for range 3 {
+		admitMemberFrom(t, l, accepted, peer)
+	}
+	// Closing a connection gives its address a place back, held or not.
+	held.Close()
+	admitMemberFrom(t, l, accepted, hostile)
+	silent[0].Close()
+	admitMemberFrom(t, l, accepted, hostile)
+}
+
 // admitMember dials l as a member, sends a byte and returns the
 // connection as raft received it.
 func admitMember(t *testing.T, l *raftListener, accepted chan net.Conn) net.Conn {
+	t.Helper()
+	return admitMemberFrom(t, l, accepted, "")
+}
+
+// admitMemberFrom is admitMember from the local IP address from.
+func admitMemberFrom(t *testing.T, l *raftListener, accepted chan net.Conn, from string) net.Conn {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
 		// The place of a connection just closed frees when the listener
 		// sees it closed: retry until then.
-		c, err := dialRaft(t, l, "the secret")
+		c, err := dialRaftFrom(t, l, "the secret", from)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +312,7 @@ func admitMember(t *testing.T, l *raftListener, accepted chan net.Conn) net.Conn
 // connections still in handshake, rather than leaving them to their
 // deadlines.
 func TestRaftListenerCloseEndsPending(t *testing.T) {
-	l := listenRaft(t, "the secret", raftConnLimits{Handshake: time.Minute, FirstMessage: time.Minute, MaxPending: 4, MaxOpen: 4})
+	l := listenRaft(t, "the secret", RaftConnLimits{Handshake: time.Minute, FirstMessage: time.Minute, MaxPending: 4, MaxOpen: 4})
 	raw, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,31 @@ func TestSharedRoundsStartAfterTheCall(t *testing.T) {
 	}
 }
 
+// The only voter of its configuration confirms its reads without a
+// round (its quorum is itself), and they still see every write
+// acknowledged before them.
+func TestSoleVoterReadsNeedNoRound(t *testing.T) {
+	n := openDisk(t, t.TempDir())
+	defer n.Shutdown()
+	ctx := context.Background()
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("CUSTOM_R%d", i)
+		if _, err := n.Apply(ctx, &state.CreateResourceClass{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		seen := false
+		if err := n.Read(ctx, func(st *state.Store) { seen = st.Classes.Get(name) != nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !seen {
+			t.Fatalf("read after the write of %s misses it", name)
+		}
+	}
+	if r := n.verify.started.Load(); r != 0 {
+		t.Fatalf("%d leadership rounds for the reads of a single voter", r)
+	}
+}
+
 // A node restarted from a snapshot knows that its state includes the
 // snapshot's index before any new entry applies (raft does not tell the
 // state machine; indexedSnapshots does), so reads waiting for an index

@@ -29,6 +29,8 @@ type sharedRounds struct {
 	freed    chan struct{}
 	last     time.Time
 	took     atomic.Int64
+	// started counts the rounds run (for tests).
+	started atomic.Int64
 }
 
 // round is one run of the check, shared by the callers that joined it.
@@ -96,6 +98,7 @@ func (s *sharedRounds) loop() {
 			return
 		}
 		s.mu.Unlock()
+		s.started.Add(1)
 		s.last = time.Now()
 		go func(start time.Time) {
 			r.err = s.run()

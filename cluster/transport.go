@@ -44,8 +44,8 @@ func (s *tcpStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 // newTCPTransport listens on bind and advertises advertise, or the bound
 // address when advertise is empty (which must then be a specific IP).
 // With tlsConf (see Config.RaftTLS) every connection is mutual TLS.
-// limits bound the inbound connections (defaultRaftConnLimits).
-func newTCPTransport(bind, advertise string, tlsConf *tls.Config, limits raftConnLimits, logger hclog.Logger) (*raft.NetworkTransport, error) {
+// limits bound the inbound connections.
+func newTCPTransport(bind, advertise string, tlsConf *tls.Config, limits RaftConnLimits, logger hclog.Logger) (*raft.NetworkTransport, error) {
 	var server, client *tls.Config
 	if tlsConf != nil {
 		var err error

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // Observer.RequestAborted with reason AbortBusy. The share is held only
 // while the body is decoded and validated (not while it arrives: a slow
 // client holds none), or while the search runs and its answer is
-// rendered.
+// rendered. On a follower, a body the cluster front forwards to the
+// leader takes its size out of the same capacity while the front holds it
+// (ReadForwarded).
 const (
 	DefaultMaxBodyDecodeBytes   = 32 << 20
 	DefaultMaxCandidateSearches = 16
@@ -34,6 +37,9 @@ const (
 	// The kinds of slot, for the refusal's message (and the tests' hook).
 	AdmitBody   = "body"
 	AdmitSearch = "search"
+	// AdmitForward: a body a follower holds while forwarding it to the
+	// leader (ReadForwarded).
+	AdmitForward = "forward"
 )
 
 // admit takes weight out of slots for the request, or answers 503 and
@@ -41,25 +47,68 @@ const (
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, slots *httpguard.Admission, kind string, weight int64) (release func(), ok bool) {
 	release, ok = slots.Acquire(r.Context(), weight)
 	if !ok {
-		info := infoOf(r)
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.RequestAborted(info.route, AbortBusy)
-		}
-		s.cfg.Logger.Debug("request refused: no free slot", "kind", kind, "method", r.Method,
-			"route", info.route, "request_id", info.id)
-		w.Header().Set("Retry-After", "1")
-		what := "request bodies being decoded"
-		if kind == AdmitSearch {
-			what = "allocation candidate searches"
-		}
-		writeError(w, r, http.StatusServiceUnavailable,
-			fmt.Sprintf("The server is busy: too many %s at once. Retry shortly.", what), CodeServerBusy)
+		s.refuseBusy(w, r, kind)
 		return nil, false
 	}
 	if s.onAdmitted != nil {
 		s.onAdmitted(kind)
 	}
 	return release, true
+}
+
+// refuseBusy answers 503 placement.server.busy with Retry-After for a
+// request of kind that found no free slot, and counts it.
+func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request, kind string) {
+	info := infoOf(r)
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.RequestAborted(info.route, AbortBusy)
+	}
+	s.cfg.Logger.Debug("request refused: no free slot", "kind", kind, "method", r.Method,
+		"route", info.route, "request_id", info.id)
+	w.Header().Set("Retry-After", "1")
+	what := map[string]string{AdmitBody: "request bodies being decoded", AdmitSearch: "allocation candidate searches",
+		AdmitForward: "request bodies being decoded or forwarded"}[kind]
+	writeError(w, r, http.StatusServiceUnavailable,
+		fmt.Sprintf("The server is busy: too many %s at once. Retry shortly.", what), CodeServerBusy)
+}
+
+// ReadForwarded reads the body of a request that this node's cluster
+// front forwards to the leader (cluster.BodyReader) and takes the body's
+// share of Config.MaxBodyDecodeBytes while the front holds it, so that
+// bodies sent to a follower cost it what they cost the leader: a body is
+// read as it arrives, without a share (a slow sender holds none), then
+// counts its size (not MinBodyWeight: it is held, not decoded) until
+// release is called. It reads at most Config.MaxBodyBytes and one byte
+// more, so that the leader answers a longer body 413 as this node would
+// have. On failure it has answered, in Placement's error format and with
+// a request id (the request goes no further): 408 or 400 as decodeBody
+// does, or 503 placement.server.busy; it returns ok false.
+func (s *Server) ReadForwarded(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
+	limit := s.cfg.MaxBodyBytes + 1
+	announced := r.ContentLength
+	if announced > limit {
+		announced = limit
+	}
+	// A refusal goes through the request log (request id, log, metrics)
+	// and the microversion (error codes from 1.23).
+	answer := func(f http.HandlerFunc) { s.requestLog(negotiateVersion(f)).ServeHTTP(w, r) }
+	body, err := readBody(io.LimitReader(r.Body, limit), announced)
+	if err != nil {
+		answer(func(w http.ResponseWriter, r *http.Request) { answerReadError(w, r, err) })
+		return nil, nil, false
+	}
+	if len(body) == 0 {
+		return body, func() {}, true
+	}
+	release, ok = s.bodySlots.Acquire(r.Context(), int64(len(body)))
+	if !ok {
+		answer(func(w http.ResponseWriter, r *http.Request) { s.refuseBusy(w, r, AdmitForward) })
+		return nil, nil, false
+	}
+	if s.onAdmitted != nil {
+		s.onAdmitted(AdmitForward)
+	}
+	return body, release, true
 }
 
 // ConnRefusal is the complete HTTP answer written to a connection refused

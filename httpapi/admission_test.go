@@ -3,13 +3,20 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // abortCounter is an Observer counting RequestAborted by reason.
@@ -153,5 +160,142 @@ func TestHugeMalformedBodyCost(t *testing.T) {
 	t.Logf("a %d-byte malformed body: %d bytes allocated (%.1f×)", len(body), alloc, float64(alloc)/float64(len(body)))
 	if alloc > 4*uint64(len(body)) {
 		t.Errorf("a %d-byte malformed body allocated %d bytes (%.1f×)", len(body), alloc, float64(alloc)/float64(len(body)))
+	}
+}
+
+// TestFollowerAdmission: a follower's cluster front reads the body of a
+// request it forwards to the leader through the follower's own body
+// admission, and holds its share until the leader has answered. With one
+// forwarded body held on the follower (stopped in a hook once admitted), a
+// second that does not fit is answered 503 placement.server.busy by the
+// follower, in Placement's error format, and never reaches the leader;
+// once the first goes on, the follower forwards again. A body over the
+// body bound sent to the follower is answered 413 (by the leader, which
+// gets it cut one byte past the bound) and changes nothing.
+func TestFollowerAdmission(t *testing.T) {
+	const bound = 1 << 20 // body size and decoding capacity, every node
+	entered := make(chan string, 8)
+	hold := make(chan struct{})
+	var letGo sync.Once
+	release := func() { letGo.Do(func() { close(hold) }) }
+	// Registered after the cluster's: runs first, so that no request is
+	// left in the hook when the nodes stop.
+	defer release()
+	var mu sync.Mutex
+	observers := map[string]*abortCounter{}
+	servers := map[string]*Server{}
+	c, _ := testcluster.Three(t, func(node *cluster.Node, logger *slog.Logger) http.Handler {
+		obs := &abortCounter{reasons: map[string]int{}}
+		mu.Lock()
+		observers[node.ID()] = obs
+		mu.Unlock()
+		s := New(node, Config{Logger: logger, Observer: obs, MaxBodyBytes: bound, MaxBodyDecodeBytes: bound, AdmissionWait: time.Millisecond})
+		mu.Lock()
+		servers[node.ID()] = s
+		mu.Unlock()
+		s.onAdmitted = func(kind string) {
+			if kind == AdmitForward {
+				select {
+				case entered <- node.ID():
+				default:
+				}
+				<-hold
+			}
+		}
+		return s
+	}, func(rc *raft.Config) {
+		// Raft's own timeouts, not the harness's fast ones: the test
+		// needs the leader to stay (a body forwarded back to the node
+		// that forwarded it would count there twice).
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+	})
+	leader, follower := c.Leader(), c.Followers()[0]
+	// A resource class's body, padded with blanks to size bytes.
+	padded := func(name string, size int) string {
+		b := `{"name": "` + name + `"}`
+		return b[:len(b)-1] + strings.Repeat(" ", size-len(b)) + "}"
+	}
+	post := func(base, body string, chunked bool) (rawResp, error) {
+		var rd io.Reader = strings.NewReader(body)
+		if chunked {
+			rd = io.MultiReader(rd) // no length known: sent chunked
+		}
+		r, err := testcluster.Send(http.DefaultClient, base, http.MethodPost, "/resource_classes", rd)
+		return rawResp{r.Status, r.Header, string(r.Body)}, err
+	}
+	classStatus := func(name string) int {
+		return send(t, leader.URL, "GET", "/resource_classes/"+name, map[string]string{"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}, "").status
+	}
+
+	held := make(chan rawResp, 1)
+	go func() {
+		r, err := post(follower.URL, padded("CUSTOM_HELD", 600<<10), false)
+		if err != nil {
+			t.Error(err)
+		}
+		held <- r
+	}()
+	select {
+	case id := <-entered:
+		if id != follower.ID {
+			t.Fatalf("a forwarded body was admitted on %s, want the follower %s", id, follower.ID)
+		}
+	case r := <-held:
+		t.Fatalf("the follower forwarded a body without taking a share of its admission: %d %s", r.status, r.body)
+	}
+	r, err := post(follower.URL, padded("CUSTOM_REFUSED", 600<<10), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("a second body to the follower while one is held: %d, Retry-After %q, %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	if e := r.firstError(t); e["code"] != CodeServerBusy || !reqIDRE.MatchString(fmt.Sprint(e["request_id"])) ||
+		e["title"] != "Service Unavailable" || !strings.Contains(fmt.Sprint(e["detail"]), "busy") {
+		t.Fatalf("not a placement.server.busy error: %s", r.body)
+	}
+	mu.Lock()
+	fobs := observers[follower.ID]
+	mu.Unlock()
+	if n := fobs.count(AbortBusy); n != 1 {
+		t.Errorf("busy refusals counted on the follower: %d, want 1", n)
+	}
+	release()
+	if r := <-held; r.status != http.StatusCreated {
+		t.Fatalf("the held body: %d %s", r.status, r.body)
+	}
+	// The follower gives its share back once it has relayed the answer,
+	// which the client may read first.
+	mu.Lock()
+	fsrv := servers[follower.ID]
+	mu.Unlock()
+	freed := func() {
+		t.Helper()
+		testcluster.WaitFor(t, 10*time.Second, "the follower's admission given back", func() error {
+			return testcluster.Check(fsrv.bodySlots.InUse() == 0, "%d bytes held", fsrv.bodySlots.InUse())
+		})
+	}
+	freed()
+	if r, err := post(follower.URL, padded("CUSTOM_AFTER", 600<<10), false); err != nil || r.status != http.StatusCreated {
+		t.Fatalf("a body to the follower once the share was given back: %d %s %v", r.status, r.body, err)
+	}
+
+	for _, chunked := range []bool{false, true} {
+		freed()
+		r, err := post(follower.URL, padded("CUSTOM_TOO_BIG", bound+1), chunked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.status != http.StatusRequestEntityTooLarge {
+			t.Fatalf("a body one byte over the bound to the follower (chunked %v): %d %s", chunked, r.status, r.body)
+		}
+		if e := r.firstError(t); e["title"] != "Request Entity Too Large" || !reqIDRE.MatchString(fmt.Sprint(e["request_id"])) {
+			t.Fatalf("413 not in Placement's error format: %s", r.body)
+		}
+	}
+	for name, want := range map[string]int{"CUSTOM_HELD": 200, "CUSTOM_AFTER": 200, "CUSTOM_REFUSED": 404, "CUSTOM_TOO_BIG": 404} {
+		if got := classStatus(name); got != want {
+			t.Errorf("GET /resource_classes/%s on the leader: %d, want %d", name, got, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -282,7 +283,17 @@ func TestCandidatesMemoryBound(t *testing.T) {
 // While a search runs (one that would go on for hours), writes on the
 // same node complete: reads run on an immutable version of the state and
 // hold nothing that Apply needs.
-func TestWritesGoOnBesideSearch(t *testing.T) {
+func TestWritesGoOnBesideSearch(t *testing.T) { writesBesideSearch(t) }
+
+// The same on one processor, which the search would hold but that it
+// yields every few thousand steps (candidates' tick): the handler, Raft
+// and Apply of each write get their turns.
+func TestWritesGoOnBesideSearchOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	writesBesideSearch(t)
+}
+
+func writesBesideSearch(t *testing.T) {
 	a, _, be := deviceHostAPI(t, Config{RequestTimeout: time.Hour}, 12, "VCPU", 6)
 	for i := 0; i < 5; i++ {
 		if st, _, _ := a.do("PUT", fmt.Sprintf("/traits/CUSTOM_T%d", i), "1.6", nil); st != 201 {

@@ -112,21 +112,9 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.
 	if !requireJSON(w, r) {
 		return false
 	}
-	body, err := readBody(r)
+	body, err := readBody(r.Body, r.ContentLength)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		var ne net.Error
-		switch {
-		case errors.As(err, &tooBig):
-			writeError(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "")
-		case errors.As(err, &ne) && ne.Timeout():
-			// The server's read timeout: the client announced more
-			// than it sent in time.
-			w.Header().Set("Connection", "close")
-			writeError(w, r, http.StatusRequestTimeout, "The request body was not received in time.", "")
-		default:
-			writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
-		}
+		answerReadError(w, r, err)
 		return false
 	}
 	release, ok := s.admit(w, r, s.bodySlots, AdmitBody, max(int64(len(body)), MinBodyWeight))
@@ -168,16 +156,34 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.
 	return true
 }
 
-// readBody reads the request body (bounded by checkContentHeaders'
-// http.MaxBytesReader) into one buffer, growing it only as data arrives,
-// up to the announced Content-Length exactly: a client that announces 16
-// MiB and sends nothing costs nothing, and a complete body is held once,
-// not in the spare capacity and the copies of repeated appends.
-func readBody(r *http.Request) ([]byte, error) {
+// answerReadError answers a request whose body could not be read: 413
+// past http.MaxBytesReader's bound, 408 when the server's read timeout
+// cut it (the client announced more than it sent in time), 400 otherwise.
+func answerReadError(w http.ResponseWriter, r *http.Request, err error) {
+	var tooBig *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "")
+	case errors.As(err, &ne) && ne.Timeout():
+		w.Header().Set("Connection", "close")
+		writeError(w, r, http.StatusRequestTimeout, "The request body was not received in time.", "")
+	default:
+		writeError(w, r, http.StatusBadRequest, "Malformed JSON: "+err.Error(), "")
+	}
+}
+
+// readBody reads a request body (bounded by checkContentHeaders'
+// http.MaxBytesReader, or by ReadForwarded) into one buffer, growing it
+// only as data arrives, up to the announced length (Content-Length, -1
+// when unknown) exactly: a client that announces 16 MiB and sends nothing
+// costs nothing, and a complete body is held once, not in the spare
+// capacity and the copies of repeated appends.
+func readBody(body io.Reader, announced int64) ([]byte, error) {
 	const first = 64 << 10
 	size := int64(first)
-	if r.ContentLength >= 0 && r.ContentLength < size {
-		size = r.ContentLength + 1 // room to see the end of the body
+	if announced >= 0 && announced < size {
+		size = announced + 1 // room to see the end of the body
 	}
 	buf := make([]byte, 0, size)
 	for {
@@ -185,12 +191,12 @@ func readBody(r *http.Request) ([]byte, error) {
 			// Doubling, and the announced length at once when half of it
 			// has come: the buffers made add up to twice the body.
 			next := int64(cap(buf)) * 2
-			if r.ContentLength > 0 && next > r.ContentLength/2 {
-				next = r.ContentLength + 1
+			if announced > 0 && next > announced/2 {
+				next = announced + 1
 			}
 			buf = append(make([]byte, 0, next), buf...)
 		}
-		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			return buf, nil

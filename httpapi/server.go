@@ -23,6 +23,10 @@ type Backend interface {
 	Read(ctx context.Context, fn func(s *state.Store)) error
 }
 
+// DefaultMaxBodyBytes bounds a request body unless Config.MaxBodyBytes
+// says otherwise (--max-request-body-mb).
+const DefaultMaxBodyBytes = 16 << 20
+
 // Config holds the API's settings (flags of `placementd serve`).
 type Config struct {
 	// IncompleteConsumerProjectID and ...UserID are given to consumers
@@ -35,7 +39,8 @@ type Config struct {
 	// CORSAllowHeaders are the request headers a preflight may ask for
 	// besides the simple ones (default: Placement's list).
 	CORSAllowHeaders []string
-	// MaxBodyBytes bounds request bodies (default 16 MiB).
+	// MaxBodyBytes bounds request bodies (0: DefaultMaxBodyBytes): a
+	// longer one is answered 413.
 	MaxBodyBytes int64
 	Logger       *slog.Logger
 	// Authorizer decides policy; nil allows everything the caller is
@@ -112,7 +117,7 @@ type Server struct {
 // New builds the API over backend.
 func New(backend Backend, cfg Config) *Server {
 	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = 16 << 20
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -180,7 +180,7 @@ var flagGroups = []struct {
 	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-", "request-timeout"}},
 	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
 	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout", "region", "zone", "leader-regions"}},
-	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "config", "config-file"}},
+	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "pprof-addr", "config", "config-file"}},
 	{"Runtime", []string{"gc-"}},
 }
 

@@ -134,16 +134,29 @@ func TestCandidateFlags(t *testing.T) {
 	if c.candidates != (candidateFlags{randomize: true, max: 1000, strategy: "breadth-first", memoryMB: -1}) || c.requestTimeout != 5*time.Second {
 		t.Fatalf("candidate flags: %+v, request timeout %s", c.candidates, c.requestTimeout)
 	}
+	refusedAtStart(t, []startRefusal{
+		{[]string{"--allocation-candidates-generation-strategy", "random"}, "--allocation-candidates-generation-strategy"},
+		{[]string{"--max-allocation-candidates", "0"}, "--max-allocation-candidates"},
+		{[]string{"--allocation-candidates-memory-mb", "0"}, "--allocation-candidates-memory-mb"},
+		{[]string{"--request-timeout", "0s"}, "--request-timeout"},
+	})
+}
+
+// startRefusal: serve given args must fail with an error saying want.
+type startRefusal struct {
+	args []string
+	want string
+}
+
+// refusedAtStart runs serve with each case's args and checks its error,
+// and that no refused start wrote to the data dir.
+func refusedAtStart(t *testing.T, cases []startRefusal) {
+	t.Helper()
 	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"--allocation-candidates-generation-strategy", "random"},
-		{"--max-allocation-candidates", "0"},
-		{"--allocation-candidates-memory-mb", "0"},
-		{"--request-timeout", "0s"},
-	} {
-		err := serve(append([]string{"--data-dir", dir}, args...))
-		if err == nil || !strings.Contains(err.Error(), args[0]) {
-			t.Errorf("serve %v: %v, want an error naming %s", args, err, args[0])
+	for _, tc := range cases {
+		err := serve(append([]string{"--data-dir", dir}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want an error saying %q", tc.args, err, tc.want)
 		}
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -169,23 +182,11 @@ func TestRaftTimingFlags(t *testing.T) {
 	if got != want {
 		t.Fatalf("timing %+v, want %+v", got, want)
 	}
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	refusedAtStart(t, []startRefusal{
 		{[]string{"--raft-timing-multiplier", "0"}, "--raft-timing-multiplier"},
 		{[]string{"--raft-leader-lease-timeout", "2s"}, "leader lease timeout 2s is longer than the heartbeat timeout 1s"},
 		{[]string{"--raft-heartbeat-timeout", "2s"}, "election timeout 1s is shorter than the heartbeat timeout 2s"},
 		{[]string{"--raft-commit-timeout", "1s"}, "commit timeout 1s is not below the heartbeat timeout"},
 		{[]string{"--raft-heartbeat-timeout", "2ms"}, "heartbeat timeout 2ms is below raft's minimum"},
-	} {
-		err := serve(append([]string{"--data-dir", dir}, tc.args...))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("serve %v: %v, want an error saying %q", tc.args, err, tc.want)
-		}
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("a refused start wrote to the data dir: %v", entries)
-	}
+	})
 }

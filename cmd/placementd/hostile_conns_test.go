@@ -54,9 +54,9 @@ func hostileServer(t *testing.T, args ...string) (string, *metrics.Metrics) {
 		t.Fatal(err)
 	}
 	mtr := metrics.New()
-	api := httpapi.New(node, httpapi.Config{Logger: slog.New(slog.DiscardHandler), Observer: mtr,
-		RequestTimeout: c.requestTimeout, MaxBodyDecodeBytes: mbOrUnbounded(c.httpLimits.maxBodyDecodeMB),
-		MaxCandidateSearches: c.httpLimits.maxCandidateSearches, AdmissionWait: c.httpLimits.admissionWait})
+	apiCfg := httpapi.Config{Logger: slog.New(slog.DiscardHandler), Observer: mtr, RequestTimeout: c.requestTimeout}
+	c.httpLimits.apiLimits(&apiCfg)
+	api := httpapi.New(node, apiCfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ type httpLimitFlags struct {
 	readHeaderTimeout, readTimeout time.Duration
 	writeTimeout, idleTimeout      time.Duration
 	maxConns, maxConnsPerIP        int
+	maxRequestBodyMB               int64
 	maxBodyDecodeMB                int64
 	maxCandidateSearches           int
 	admissionWait                  time.Duration
@@ -28,6 +29,7 @@ func (f *httpLimitFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", httpguard.DefaultIdleTimeout, "a keep-alive connection without a request this long is closed")
 	fs.IntVar(&f.maxConns, "http-max-connections", httpguard.DefaultMaxConns, "cap on connections open to the API at once; past it a new connection is answered 503 and closed (lowered to the open-files limit less 1024, for Raft and the data files; 0: that limit alone)")
 	fs.IntVar(&f.maxConnsPerIP, "http-max-connections-per-ip", httpguard.DefaultMaxConnsPerIP, "cap on connections open to the API from one client address; behind a proxy, at least the proxy's own connection limit (0: no cap)")
+	fs.Int64Var(&f.maxRequestBodyMB, "max-request-body-mb", httpapi.DefaultMaxBodyBytes>>20, fmt.Sprintf("bound, in MiB, on one request body of the API (1 to %d); a longer body is answered 413 and changes nothing", maxRequestBodyMB))
 	fs.Int64Var(&f.maxBodyDecodeMB, "max-body-decode-mb", httpapi.DefaultMaxBodyDecodeBytes>>20, "MiB of request bodies decoded at once (each body counts at least 64 KiB); past it a request waits up to --admission-wait, then is answered 503 placement.server.busy with Retry-After (-1: no bound)")
 	fs.IntVar(&f.maxCandidateSearches, "max-candidate-searches", httpapi.DefaultMaxCandidateSearches, "allocation-candidates searches run at once; past it as --max-body-decode-mb (-1: no bound)")
 	fs.DurationVar(&f.admissionWait, "admission-wait", httpapi.DefaultAdmissionWait, "how long a request waits for a free body or search slot before it is answered 503 placement.server.busy")
@@ -67,7 +69,24 @@ func (f *httpLimitFlags) limits(requestTimeout time.Duration) (httpguard.Limits,
 			return l, fmt.Errorf("%s %d: want -1 (no bound) or a positive number", n.name, n.v)
 		}
 	}
+	if f.maxRequestBodyMB < 1 || f.maxRequestBodyMB > maxRequestBodyMB {
+		return l, fmt.Errorf("--max-request-body-mb %d: want 1 to %d", f.maxRequestBodyMB, maxRequestBodyMB)
+	}
 	return l.FitFDLimit(), nil
+}
+
+// maxRequestBodyMB is the most --max-request-body-mb may say: no
+// Placement request comes near it, and each body may cost about ten
+// times its size to validate.
+const maxRequestBodyMB = 1024
+
+// apiLimits sets the API's body and admission limits from the flags
+// (checked by limits).
+func (f *httpLimitFlags) apiLimits(cfg *httpapi.Config) {
+	cfg.MaxBodyBytes = f.maxRequestBodyMB << 20
+	cfg.MaxBodyDecodeBytes = mbOrUnbounded(f.maxBodyDecodeMB)
+	cfg.MaxCandidateSearches = f.maxCandidateSearches
+	cfg.AdmissionWait = f.admissionWait
 }
 
 // mbOrUnbounded turns a MiB flag whose -1 means no bound into bytes.

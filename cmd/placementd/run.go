@@ -75,6 +75,14 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		}
 		defer metricsLn.Close()
 	}
+	if c.pprofAddr != "" {
+		stopPprof, err := servePprof(c.pprofAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopPprof()
+	}
 	sec := &c.security
 	limits, err := c.httpLimits.limits(c.requestTimeout)
 	if err != nil {
@@ -90,7 +98,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 	node, err := cluster.Open(cluster.Config{
 		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
-		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS,
+		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS, RaftConns: &cf.raftConns,
 		// A fresh node given --join waits to be added instead.
 		Bootstrap:     len(joins) == 0,
 		Logger:        raftLogger(log),
@@ -132,7 +140,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 
 	defer mtr.WatchNode(node, c.dataDir)()
-	api := httpapi.New(mtr.Backend(node), httpapi.Config{
+	apiCfg := httpapi.Config{
 		IncompleteConsumerProjectID: c.incompleteProject,
 		IncompleteConsumerUserID:    c.incompleteUser,
 		CORSAllowedOrigins:          splitList(c.corsAllowedOrigin),
@@ -147,10 +155,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		AllocationCandidatesStrategy:  c.candidates.strategy,
 		CandidatesMaxBytes:            c.candidates.memoryMB << 20,
 		RequestTimeout:                c.requestTimeout,
-		MaxBodyDecodeBytes:            mbOrUnbounded(c.httpLimits.maxBodyDecodeMB),
-		MaxCandidateSearches:          c.httpLimits.maxCandidateSearches,
-		AdmissionWait:                 c.httpLimits.admissionWait,
-	})
+	}
+	c.httpLimits.apiLimits(&apiCfg)
+	api := httpapi.New(mtr.Backend(node), apiCfg)
 	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
 	frontCtx, stopFront := context.WithCancel(context.Background())
 	defer stopFront()

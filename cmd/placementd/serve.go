@@ -26,6 +26,7 @@ type serveConfig struct {
 	noauth2InsecureRemote               bool
 	logFormat, logLevel                 string
 	metricsAddr                         string
+	pprofAddr                           string
 	gcHeapFloorMB                       int
 	requestTimeout                      time.Duration
 	candidates                          candidateFlags
@@ -59,6 +60,7 @@ type clusterFlags struct {
 	timingMultiplier             float64
 	timing                       cluster.Timing
 	orderedElections             bool
+	raftConns                    cluster.RaftConnLimits
 	region, zone                 string
 	leaderRegions                string
 }
@@ -82,6 +84,12 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timing.LeaderLease, "raft-leader-lease-timeout", 0, "a leader that hears from no quorum this long steps down; at most the heartbeat timeout (0: from --raft-timing-multiplier)")
 	fs.DurationVar(&c.timing.Commit, "raft-commit-timeout", 0, "how often an idle leader still sends followers the commit index; below the heartbeat timeout (0: 50ms)")
 	fs.BoolVar(&c.orderedElections, "raft-ordered-elections", true, "when the leader goes silent, the voters campaign in an order all of them compute (the first checks after 1.1 heartbeat timeouts, the others wait for its campaign): faster failover without split votes; false leaves it to raft's random timers (docs/cluster.md)")
+	d := cluster.DefaultRaftConnLimits
+	fs.DurationVar(&c.raftConns.Handshake, "raft-handshake-timeout", d.Handshake, "an inbound Raft connection that has not finished its TLS handshake this long after connecting is closed")
+	fs.DurationVar(&c.raftConns.FirstMessage, "raft-first-message-timeout", d.FirstMessage, "an inbound Raft connection that has sent no RPC this long after its handshake (or after connecting, without TLS) is closed")
+	fs.IntVar(&c.raftConns.MaxPending, "raft-max-pending-connections", d.MaxPending, "cap on inbound Raft connections in handshake or waiting for their first RPC; past it new ones are closed at once")
+	fs.IntVar(&c.raftConns.MaxOpen, "raft-max-connections", d.MaxOpen, "cap on inbound Raft connections held by Raft (a peer keeps a handful); past it new ones are closed")
+	fs.IntVar(&c.raftConns.MaxPerSource, "raft-max-connections-per-ip", d.MaxPerSource, "cap on inbound Raft connections from one IP address, pending and held alike, so that one source cannot take every place; members sharing an address (one host, a NAT) share it (0: no cap)")
 	fs.StringVar(&c.region, "region", "", "region of this node (a label: cluster status, metrics, --leader-regions and the check that losing one region keeps a quorum)")
 	fs.StringVar(&c.zone, "zone", "", "zone of this node within its region (a label)")
 	fs.StringVar(&c.leaderRegions, "leader-regions", "", "comma-separated regions the leader should be in, most preferred first: a leader elsewhere hands over to a healthy, caught-up voter of a preferred region (give every node the same list; needs --cluster-secret)")
@@ -128,6 +136,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", 256, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised; past twice the floor, by half the live heap: GOGC 50); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "also serve /metrics, without the cluster secret, on this address (keep it loopback or private); on --http-addr /metrics needs the cluster secret")
+	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve Go's runtime profiles (net/http/pprof, /debug/pprof/) on this loopback address, for profiling; off when empty")
 	fs.BoolVar(&c.candidates.randomize, "randomize-allocation-candidates", false, "return a random sample of the allocation candidates instead of the first ones in a fixed order, as upstream's [placement] randomize_allocation_candidates")
 	fs.IntVar(&c.candidates.max, "max-allocation-candidates", httpapi.DefaultMaxAllocationCandidates, "bound on the candidates an allocation-candidates search generates before limit applies (-1: no bound), as upstream's [placement] max_allocation_candidates (whose default is -1)")
 	fs.StringVar(&c.candidates.strategy, "allocation-candidates-generation-strategy", "depth-first", "order in which candidates are generated when bounded: depth-first or breadth-first, as upstream's [placement] allocation_candidates_generation_strategy")
@@ -229,6 +238,9 @@ func serve(args []string) error {
 	}
 	if _, err := c.cluster.raftTiming(); err != nil {
 		return err
+	}
+	if err := c.cluster.raftConns.Check(); err != nil {
+		return fmt.Errorf("raft connection limits (--raft-*-timeout, --raft-max-*): %w", err)
 	}
 	// Before nodeID, which writes to the data dir. The certificate names
 	// the node only when --node-id does (a label for logs).

@@ -25,3 +25,14 @@ func OnSample(f func(drawn bool)) func() {
 	sampled = f
 	return func() { sampled = old }
 }
+
+// CheckEvery is how many steps go by between two looks at the context.
+const CheckEvery = checkEvery
+
+// OnYield replaces what a search calls to let other goroutines run, for a
+// test; it returns the undo.
+func OnYield(f func()) func() {
+	old := yield
+	yield = f
+	return func() { yield = old }
+}

@@ -339,6 +339,33 @@ func TestSearchStopsWhenCancelled(t *testing.T) {
 	}
 }
 
+// A long search lets other goroutines run at every look at its context
+// but the first (at least once every CheckEvery steps), so that on a
+// small machine it does not hold a processor for the scheduler's whole
+// time slice; a search shorter than that never yields.
+func TestLongSearchYields(t *testing.T) {
+	var yields atomic.Int64
+	defer candidates.OnYield(func() { yields.Add(1) })()
+	b, req := packingRequest(t)
+	ctx := &countdownCtx{Context: context.Background()}
+	const looks = 50
+	ctx.looks.Store(looks)
+	if _, err := candidates.Search(ctx, b.st, req, candidates.Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if n := yields.Load(); n != looks {
+		t.Fatalf("%d yields in %d looks at the context after the first", n, looks)
+	}
+	yields.Store(0)
+	r := search(t, b.st, &candidates.Request{NestedAware: true, Groups: []candidates.Group{{Resources: res("VCPU", 1)}}}, candidates.Options{})
+	if len(r.Candidates) == 0 || r.Steps >= candidates.CheckEvery {
+		t.Fatalf("%d candidates in %d steps: not a short search", len(r.Candidates), r.Steps)
+	}
+	if n := yields.Load(); n != 0 {
+		t.Fatalf("a search of %d steps yielded %d times", r.Steps, n)
+	}
+}
+
 // The memory bound stops a search whose answer would be too large.
 func TestMemoryBound(t *testing.T) {
 	b := newBuilder(t)

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,7 +74,7 @@ import (
 const (
 	samplingMinDraws = 64
 	drawsPerSlot     = 8
-	// movedBytes is what a draw adds to the shuffle's map.
+	// movedBytes is what a draw adds to the shuffle's map (at most).
 	movedBytes = 48
 )
 
@@ -120,15 +121,24 @@ func (s *search) shape(lay *layout, fresh bool) shape {
 		sig.Reset()
 	}
 	key := shapeKeyOf(s.st)
-	// One search walks at a time: those arriving meanwhile wait for its
-	// shape rather than walk too.
+	kept := func(last *shapes) (shape, bool) {
+		if last == nil || last.key != key || fresh {
+			return shape{}, false
+		}
+		sh, ok := last.byLevel[sig.String()]
+		return sh, ok
+	}
+	// Concurrent searches read the kept shapes without a lock; one search
+	// walks at a time, those arriving meanwhile wait for its shape rather
+	// than walk too.
+	if sh, ok := kept(lastShapes.Load()); ok {
+		return sh
+	}
 	shapeWalk.Lock()
 	defer shapeWalk.Unlock()
 	last := lastShapes.Load()
-	if last != nil && last.key == key && !fresh {
-		if sh, ok := last.byLevel[sig.String()]; ok {
-			return sh
-		}
+	if sh, ok := kept(last); ok {
+		return sh
 	}
 	var sh shape
 	if s.hasTrees {
@@ -230,18 +240,8 @@ func countHeld(lv *level, tree []*state.Provider) int {
 	return n
 }
 
-// reachCount counts the sharing providers of every aggregate of a provider
-// of tree (a provider as often as it is reached): at least how many
-// sharing providers the tree reaches.
-func (s *search) reachCount(tree []*state.Provider) int {
-	n := 0
-	for _, p := range tree {
-		n += s.reachOf(p)
-	}
-	return n
-}
-
-// reachOf is reachCount of p alone.
+// reachOf counts the sharing providers of every aggregate of p (a
+// provider as often as it is reached): what p adds to its tree's reach.
 func (s *search) reachOf(p *state.Provider) int {
 	n := 0
 	if len(s.sharingByAgg) > 0 {
@@ -270,6 +270,25 @@ type sampler struct {
 	picked []*state.Provider
 	// stale is set when an anchor does not fit the shape.
 	stale bool
+	// treeTraits are the required OR-groups of traits no sharing provider
+	// has: a slot is real only if a provider of its anchor's tree has one
+	// of each, which real checks first (most anchors of a cloud where a
+	// trait is rare fail it).
+	treeTraits [][]string
+}
+
+// treeOnlyTraits lists the required OR-groups of the layout's groups
+// that no sharing provider meets.
+func (s *search) treeOnlyTraits(lay *layout) [][]string {
+	var out [][]string
+	for _, g := range lay.groups {
+		for _, anyOf := range g.Required {
+			if !slices.ContainsFunc(s.sharingAll, func(sp *state.Provider) bool { return hasAnyTrait(sp, anyOf) }) {
+				out = append(out, anyOf)
+			}
+		}
+	}
+	return out
 }
 
 // randomCombinations returns k combinations drawn uniformly without
@@ -330,6 +349,7 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 	if slots == 0 || sm.perAnchor > math.MaxInt64/uint64(slots) {
 		return nil, false, false
 	}
+	sm.treeTraits = s.treeOnlyTraits(lay)
 	sm.it = anchorIter{s: s, lay: lay, opts: make([][]*state.Provider, n), choice: make([]int, n)}
 	for l := range sm.it.opts {
 		sm.it.opts[l] = sm.picked[l : l+1]
@@ -338,22 +358,16 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 	space := uint64(slots) * sm.perAnchor
 	budget := drawsPerSlot*uint64(slots) + samplingMinDraws
 	judge := max(samplingMinDraws, budget/8)
-	// moved holds the shuffle's swaps: position -> slot moved there.
-	moved := map[uint64]uint64{}
-	slotAt := func(i uint64) uint64 {
-		if v, ok := moved[i]; ok {
-			return v
-		}
-		return i
-	}
+	moved := newShuffle(space, min(budget, 2*uint64(k)))
+	out = make([][]*state.Provider, 0, min(k, 256))
 	width := int64(n)
 	for draw := uint64(0); draw < space && len(out) < k; draw++ {
 		if !s.tick(1) || draw >= budget || draw >= judge && uint64(len(out))*budget < draw*uint64(k) {
 			return nil, false, false
 		}
 		r := draw + s.randN(space-draw)
-		v := slotAt(r)
-		moved[r] = slotAt(draw)
+		v := moved.at(r)
+		moved.set(r, moved.at(draw))
 		s.hold(movedBytes)
 		if sm.real(at(int(v/sm.perAnchor)), v%sm.perAnchor) {
 			out = append(out, sm.it.snapshot())
@@ -369,6 +383,48 @@ func (s *search) drawCombinations(lay *layout, k int, sh shape) (out [][]*state.
 	return out, true, false
 }
 
+// shuffle holds the swaps of a Fisher-Yates shuffle of [0, n) done
+// lazily: the slot moved to each position swapped so far. A small space
+// is an array (a draw is an index, not a hash insertion), a larger one a
+// map of the positions drawn.
+type shuffle struct {
+	dense  []uint32 // slot+1, 0 for a position not moved
+	sparse map[uint64]uint64
+}
+
+// denseShuffle is the largest space held in an array (32 KiB).
+const denseShuffle = 1 << 13
+
+func newShuffle(n, draws uint64) *shuffle {
+	if n <= denseShuffle {
+		return &shuffle{dense: make([]uint32, n)}
+	}
+	return &shuffle{sparse: make(map[uint64]uint64, draws)}
+}
+
+// at is the slot at position i.
+func (sh *shuffle) at(i uint64) uint64 {
+	if sh.dense != nil {
+		if v := sh.dense[i]; v != 0 {
+			return uint64(v - 1)
+		}
+		return i
+	}
+	if v, ok := sh.sparse[i]; ok {
+		return v
+	}
+	return i
+}
+
+// set moves slot v to position i.
+func (sh *shuffle) set(i, v uint64) {
+	if sh.dense != nil {
+		sh.dense[i] = uint32(v + 1)
+		return
+	}
+	sh.sparse[i] = v
+}
+
 // real reports whether the slot of anchor a with digits (in mixed radix)
 // is a candidate, and leaves its providers in picked.
 func (sm *sampler) real(a *state.Provider, digits uint64) bool {
@@ -382,6 +438,11 @@ func (sm *sampler) real(a *state.Provider, digits uint64) bool {
 		// (A lone root fits any level some tree holds.)
 		if (len(sm.tree) > 1 || sm.shape.held[l] == 0) && countHeld(&sm.lay.levels[l], sm.tree) > sm.shape.held[l] {
 			sm.stale = true
+			return false
+		}
+	}
+	for _, anyOf := range sm.treeTraits {
+		if !slices.ContainsFunc(sm.tree, func(p *state.Provider) bool { return hasAnyTrait(p, anyOf) }) {
 			return false
 		}
 	}
@@ -456,11 +517,11 @@ func (sm *sampler) sharedWith(a *state.Provider) []*state.Provider {
 		return sm.shared
 	}
 	sm.sharedDone = true
-	s := sm.s
-	if s.reachCount(sm.tree) > sm.shape.reach {
+	var reach int
+	sm.shared, reach = sm.s.sharingProviders(sm.shared[:0], sm.tree, a.UUID)
+	if reach > sm.shape.reach {
 		sm.stale = true
 	}
-	sm.shared = s.sharingProviders(sm.shared[:0], sm.tree, a.UUID)
 	return sm.shared
 }
 

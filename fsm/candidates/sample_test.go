@@ -58,6 +58,12 @@ func sampleForest(t testing.TB) *builder {
 	for n := 2; n <= 4; n++ {
 		deviceHost(t, b, fmt.Sprintf("pci%d", n), n, "CUSTOM_PCI")
 	}
+	// CUSTOM_FAST only on hosts, CUSTOM_SHARED on a sharing provider too.
+	for _, h := range []string{"cn0", "cn2", "split-host"} {
+		b.traits(h, "CUSTOM_FAST")
+	}
+	b.traits("share2", state.SharingTrait, "CUSTOM_SHARED")
+	b.traits("cn1", "CUSTOM_SHARED")
 	return b
 }
 
@@ -98,6 +104,12 @@ func TestSampleIsUniform(t *testing.T) {
 	requests := map[string]*candidates.Request{
 		"vcpu+disk": {Groups: []candidates.Group{{Resources: res("VCPU", 1, "DISK_GB", 1)}}, NestedAware: true},
 		"pci pairs": {Groups: unitGroups(2, "CUSTOM_PCI"), Isolate: true, NestedAware: true},
+		// A trait of hosts alone (checked on the anchor's tree before
+		// anything else), and one a sharing provider has too.
+		"host trait": {Groups: []candidates.Group{{Resources: res("VCPU", 1, "DISK_GB", 1),
+			Required: [][]string{{"CUSTOM_FAST"}}}}, NestedAware: true},
+		"shared trait": {Groups: []candidates.Group{{Resources: res("VCPU", 1, "DISK_GB", 1),
+			Required: [][]string{{"CUSTOM_SHARED"}}}}, NestedAware: true},
 	}
 	for name, req := range requests {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"iter"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -53,7 +54,11 @@ type search struct {
 	// groupEmpty memoizes whether a group alone has no candidate.
 	groupEmpty map[int]bool
 	sc         scratch
-	slab       []*state.Provider
+	// slab is where snapshot cuts combinations from; slabRows counts the
+	// rows allocated, expect the combinations the answer will keep when
+	// known (a limit or the cap), so that the first slab is no larger.
+	slab             []*state.Provider
+	slabRows, expect int
 
 	// ctx ends the search when the request is cancelled or times out.
 	ctx context.Context
@@ -68,14 +73,29 @@ type search struct {
 }
 
 // checkEvery is how many steps go by between two looks at the context: a
-// step costs tens of nanoseconds, so a cancelled search stops within
-// about a millisecond.
-const checkEvery = 4096
+// step costs tens to a hundred and fifty nanoseconds (the packing search
+// of the tests: 50 to 170 µs per 1024 steps, the first on a quiet
+// machine, the second on a loaded one), so a cancelled search stops
+// within a fraction of a millisecond.
+const checkEvery = 1024
+
+// yield is called at every look at the context but the first (every
+// checkEvery steps, so that the many searches shorter than that never
+// yield): it lets the
+// goroutines waiting for a processor run before the search goes on
+// (tests count the calls). Go preempts a running goroutine only after
+// about 10 ms, so without it a long search on a small machine would hold
+// a whole processor that long at a time, and the handlers, Raft and
+// Apply of the writes beside it would queue for the rest.
+var yield = runtime.Gosched
 
 // tick records n steps of work and reports whether the search may go on.
 func (s *search) tick(n int) bool {
 	s.steps += int64(n)
 	if s.steps >= s.nextCheck && s.err == nil {
+		if s.nextCheck > 0 {
+			yield()
+		}
 		s.nextCheck = s.steps + checkEvery
 		s.err = s.ctx.Err()
 	}
@@ -657,7 +677,7 @@ func (s *search) newIter(lay *layout, a *state.Provider, keep bool) *anchorIter 
 // appendTree appends a's tree, in ID order, to buf.
 func (s *search) appendTree(buf []*state.Provider, a *state.Provider) []*state.Provider {
 	buf = append(buf, a)
-	if !hasChildren(s.st, a) {
+	if !s.hasTrees || !hasChildren(s.st, a) {
 		return buf
 	}
 	start := len(buf) - 1
@@ -681,17 +701,24 @@ func (s *search) sharedWith(a *state.Provider) []*state.Provider {
 		return sc.shared
 	}
 	sc.sharedDone = true
-	sc.shared = s.sharingProviders(sc.shared[:0], sc.tree, a.UUID)
+	sc.shared, _ = s.sharingProviders(sc.shared[:0], sc.tree, a.UUID)
 	return sc.shared
 }
 
 // sharingProviders appends to out, in ID order, the sharing providers
 // outside the tree rooted at root that share an aggregate with a provider
-// of tree.
-func (s *search) sharingProviders(out, tree []*state.Provider, root string) []*state.Provider {
+// of tree. reach counts the sharing providers of every aggregate of a
+// provider of tree, a provider as often as it is reached (at least how
+// many the tree reaches; the sampling's shape bounds it).
+func (s *search) sharingProviders(out, tree []*state.Provider, root string) (_ []*state.Provider, reach int) {
+	if len(s.sharingByAgg) == 0 {
+		return out, 0
+	}
 	for _, p := range tree {
 		for agg := range aggregatesOf(p) {
-			for _, sp := range s.sharingByAgg[agg] {
+			sps := s.sharingByAgg[agg]
+			reach += len(sps)
+			for _, sp := range sps {
 				if sp.RootUUID != root && !containsProvider(out, sp) {
 					out = append(out, sp)
 				}
@@ -699,7 +726,7 @@ func (s *search) sharingProviders(out, tree []*state.Provider, root string) []*s
 		}
 	}
 	sortByID(out)
-	return out
+	return out, reach
 }
 
 func containsProvider(list []*state.Provider, p *state.Provider) bool {
@@ -936,7 +963,12 @@ func (it *anchorIter) snapshot() []*state.Provider {
 	n := len(it.choice)
 	s := it.s
 	if len(s.slab) < n {
-		s.slab = make([]*state.Provider, n*256)
+		rows := 256
+		if left := s.expect - s.slabRows; left > 0 && left < rows {
+			rows = left
+		}
+		s.slabRows += rows
+		s.slab = make([]*state.Provider, n*rows)
 	}
 	out := s.slab[:n:n]
 	s.slab = s.slab[n:]
@@ -986,6 +1018,7 @@ func (s *search) run() *Result {
 	// summaries) or the cap leaves fewer than limit to sample from.
 	if s.opt.Randomize && limit > 0 && !excludeNested && (s.opt.MaxCandidates <= 0 || s.opt.MaxCandidates >= limit) {
 		held := s.held
+		s.expect = limit
 		if chosen, ok := s.randomCombinations(lay, limit); ok {
 			return s.result(lay, chosen, chosen, false, false)
 		}
@@ -1007,7 +1040,11 @@ func (s *search) run() *Result {
 	}
 	gen := s.combinations(lay, s.anchorSource(s.groups, want))
 
+	s.expect = want
 	var all [][]*state.Provider
+	if want > 0 {
+		all = make([][]*state.Provider, 0, min(want, 1024))
+	}
 	generated := 0
 	var seen map[string]bool
 	width := int64(len(lay.levels))
@@ -1249,12 +1286,8 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 	s.tick(len(provs))
 	// Upstream reads the trees' providers by root id (its index), then
 	// provider id.
-	sort.Slice(provs, func(i, j int) bool {
-		ri, rj := s.rootOf(provs[i]).ID, s.rootOf(provs[j]).ID
-		if ri != rj {
-			return ri < rj
-		}
-		return provs[i].ID < provs[j].ID
+	slices.SortFunc(provs, func(p, q *state.Provider) int {
+		return cmp.Or(cmp.Compare(s.rootOf(p).ID, s.rootOf(q).ID), cmp.Compare(p.ID, q.ID))
 	})
 	out := make([]Summary, len(provs))
 	inventories := 0
@@ -1263,8 +1296,9 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 	}
 	resources := make([]SummaryResource, inventories)
 	var classes []string
+	classIDs := map[string]int{}
 	for i, p := range provs {
-		classes = appendInventoryClassesByID(s.st, classes[:0], p) // upstream's usage query gives them so
+		classes = appendInventoryClassesByID(s.st, classIDs, classes[:0], p) // upstream's usage query gives them so
 		rs := cut(&resources, len(classes))
 		for j, class := range classes {
 			rs[j] = SummaryResource{Class: class, Capacity: inventoryOf(p, class).Capacity(), Used: usageOf(p, class)}

@@ -1,8 +1,10 @@
 package candidates
 
 import (
+	"cmp"
 	"iter"
 	"slices"
+	"strings"
 
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -133,14 +135,22 @@ func inventoryOf(p *state.Provider, class string) *state.Inventory { return p.In
 func usageOf(p *state.Provider, class string) int64 { return p.Usages[class] }
 
 // appendInventoryClassesByID appends the classes p has inventory of, by
-// class id; inventoryCount is how many there are.
-func appendInventoryClassesByID(st *state.Store, buf []string, p *state.Provider) []string {
+// class id (as state's SortByClassID: an unknown class, id -1, first;
+// ties by name); ids memoizes the ids looked up, for the providers of one
+// answer, which hold the same few classes. inventoryCount is how many
+// there are.
+func appendInventoryClassesByID(st *state.Store, ids map[string]int, buf []string, p *state.Provider) []string {
 	start := len(buf)
 	for c := range p.Inventories {
 		buf = append(buf, c)
+		if _, ok := ids[c]; !ok {
+			ids[c] = -1
+			if rc := classByName(st, c); rc != nil {
+				ids[c] = rc.ID
+			}
+		}
 	}
-	slices.Sort(buf[start:])
-	st.SortByClassID(buf[start:])
+	slices.SortFunc(buf[start:], func(a, b string) int { return cmp.Or(cmp.Compare(ids[a], ids[b]), strings.Compare(a, b)) })
 	return buf
 }
 

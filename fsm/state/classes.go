@@ -74,7 +74,23 @@ func (c *CreateResourceClass) Apply(s *Store, m Meta) (any, error) {
 // its queries reach classes through their ids (inventories, usages,
 // provider summaries).
 func (s *Store) SortByClassID(classes []string) {
-	sort.SliceStable(classes, func(i, j int) bool { return s.classID(classes[i]) < s.classID(classes[j]) })
+	// A provider has a few classes: their ids are looked up once each (not
+	// twice per comparison) and an insertion sort, stable, orders them
+	// without allocating.
+	var ids [8]int
+	if len(classes) > len(ids) {
+		sort.SliceStable(classes, func(i, j int) bool { return s.classID(classes[i]) < s.classID(classes[j]) })
+		return
+	}
+	for i, c := range classes {
+		ids[i] = s.classID(c)
+	}
+	for i := 1; i < len(classes); i++ {
+		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+			classes[j], classes[j-1] = classes[j-1], classes[j]
+		}
+	}
 }
 
 // ClassNotFound is upstream's NotFound for a resource class looked up by

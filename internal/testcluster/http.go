@@ -30,7 +30,9 @@ func (r Response) JSON(t testing.TB) map[string]any {
 }
 
 // Do sends a Placement request to base (http://host:port) as admin at
-// DefaultVersion, with body marshalled to JSON (nil for none). headers are
+// DefaultVersion, with body marshalled to JSON (nil for none; an
+// io.Reader is sent as it is, chunked when its length is unknown, still
+// as JSON). headers are
 // name, value pairs set last: they override the defaults, and an empty
 // value removes the header (e.g. "OpenStack-API-Version", "" for none).
 func Do(t testing.TB, base, method, path string, body any, headers ...string) Response {
@@ -46,12 +48,16 @@ func Do(t testing.TB, base, method, path string, body any, headers ...string) Re
 // clients under fault injection).
 func Send(hc *http.Client, base, method, path string, body any, headers ...string) (Response, error) {
 	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
+	switch b := body.(type) {
+	case nil:
+	case io.Reader:
+		rd = b
+	default:
+		raw, err := json.Marshal(b)
 		if err != nil {
 			return Response{}, err
 		}
-		rd = bytes.NewReader(b)
+		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {

@@ -201,34 +201,13 @@ func (s *loadSoak) problem(format string, args ...any) {
 func (s *loadSoak) do(ctx context.Context, n *testcluster.Proc, method, path string, body []byte, hdr ...string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	var rd io.Reader
+	var b any
 	if body != nil {
-		rd = bytes.NewReader(body)
+		b = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+n.HTTPAddr+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("X-Auth-Token", "admin")
-	req.Header.Set("OpenStack-API-Version", soakVersion)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		if hdr[i+1] == "" {
-			req.Header.Del(hdr[i])
-		} else {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	return resp.StatusCode, raw, err
+	hdr = append([]string{"OpenStack-API-Version", soakVersion, "Accept", "application/json"}, hdr...)
+	r, err := testcluster.SendContext(ctx, s.http, "http://"+n.HTTPAddr, method, path, b, hdr...)
+	return r.Status, r.Body, err
 }
 
 func mustJSON(v any) []byte {

@@ -75,15 +75,12 @@ func (c *CreateResourceClass) Apply(s *Store, m Meta) (any, error) {
 // provider summaries).
 func (s *Store) SortByClassID(classes []string) {
 	// A provider has a few classes: their ids are looked up once each (not
-	// twice per comparison) and an insertion sort, stable, orders them
-	// without allocating.
-	var ids [8]int
-	if len(classes) > len(ids) {
-		sort.SliceStable(classes, func(i, j int) bool { return s.classID(classes[i]) < s.classID(classes[j]) })
-		return
-	}
-	for i, c := range classes {
-		ids[i] = s.classID(c)
+	// twice per comparison) into a buffer on the stack, and an insertion
+	// sort, stable, orders them without allocating.
+	var buf [8]int
+	ids := buf[:0]
+	for _, c := range classes {
+		ids = append(ids, s.classID(c))
 	}
 	for i := 1; i < len(classes); i++ {
 		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {

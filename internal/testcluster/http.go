@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -47,6 +48,11 @@ func Do(t testing.TB, base, method, path string, body any, headers ...string) Re
 // Send is Do for callers that handle the error themselves (goroutines,
 // clients under fault injection).
 func Send(hc *http.Client, base, method, path string, body any, headers ...string) (Response, error) {
+	return SendContext(context.Background(), hc, base, method, path, body, headers...)
+}
+
+// SendContext is Send bounded by ctx (a load loop's per-request deadline).
+func SendContext(ctx context.Context, hc *http.Client, base, method, path string, body any, headers ...string) (Response, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -59,7 +65,7 @@ func Send(hc *http.Client, base, method, path string, body any, headers ...strin
 		}
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return Response{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 const hopsHeader = "X-Placementd-Forwarded-Hops"
@@ -62,6 +63,12 @@ func TestForwardingLoopIsCut(t *testing.T) {
 	c, _ := threeNodes(t, nil)
 	leader := c.Leader()
 	f := c.Followers()[0]
+	// The follower forwards only once it knows the leader (until then it
+	// answers 503 itself, and the loop would never start).
+	testcluster.WaitFor(t, testcluster.LeaderTimeout, f.ID+" knows the leader", func() error {
+		id, _ := f.Node.Leader()
+		return testcluster.Check(id == leader.ID, "%s sees leader %q, not %s", f.ID, id, leader.ID)
+	})
 	target, _ := url.Parse("http://" + f.Addr)
 	var mu sync.Mutex
 	inFlight, most, total := 0, 0, 0

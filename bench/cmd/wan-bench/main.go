@@ -638,13 +638,17 @@ func (b *bench) regionLoss(ctx context.Context) (loss, back time.Duration, err e
 	if err := b.lab.Partition(cut, append(rest, "client")); err != nil {
 		return 0, 0, err
 	}
+	var attempts []string
 	for {
 		u := uuid.NewString()
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		sent := time.Since(start)
 		code, err := b.do(rctx, b.client, via.HTTPAddr, http.MethodPost, "/resource_providers", map[string]string{"uuid": u, "name": "wan-" + u}, nil)
 		cancel()
+		attempts = append(attempts, fmt.Sprintf("%.3f→%.3f %d", sent.Seconds(), time.Since(start).Seconds(), code))
 		if err == nil && code == http.StatusOK {
 			loss = time.Since(start)
+			logf("  writes after the cut (sent→answered s, status): %s", strings.Join(attempts, ", "))
 			break
 		}
 		if ctx.Err() != nil || time.Since(start) > 2*time.Minute {
@@ -663,18 +667,17 @@ func (b *bench) regionLoss(ctx context.Context) (loss, back time.Duration, err e
 	return loss, time.Since(start), nil
 }
 
-// waitLeaderIn waits until the leader is a node of region.
+// waitLeaderIn waits until the leader is a node of region, says so itself,
+// and every member follows it: a node cut off with the old leader can
+// name it for a while after it stepped down, and a cut begun then would
+// not cut the leader off.
 func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Duration) (cluster.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for {
 		st, err := b.nodes.Status(ctx)
-		if err == nil {
-			for _, m := range st.Members {
-				if m.ID == st.Leader && m.Region == region {
-					return st, nil
-				}
-			}
+		if err == nil && leadsIn(st, region) {
+			return st, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -682,6 +685,21 @@ func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Dura
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// leadsIn reports whether the leader of st is in region, in the leader
+// state, and followed by every member.
+func leadsIn(st cluster.ClusterStatus, region string) bool {
+	in := false
+	for _, m := range st.Members {
+		if !m.Healthy {
+			return false
+		}
+		if m.ID == st.Leader {
+			in = m.Region == region && m.Status.State == "Leader"
+		}
+	}
+	return in
 }
 
 // do sends one Placement API request as admin and drains the answer.

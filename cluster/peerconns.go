@@ -72,6 +72,15 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 		if !isVoter(fut.Configuration(), raft.ServerID(n.cfg.NodeID)) {
 			continue // removed, or a non-voter: it never campaigns
 		}
+		if leader == "" || time.Since(n.Raft.LastContact()) > n.timing.Heartbeat/2 {
+			// An election is under way or may begin: a probe now would
+			// hold the pooled connection to a peer while raft sends its
+			// vote requests, and raft's would then dial a new one (2.5
+			// round trips with TLS; seen to reorder campaigns and split
+			// the vote). The loop wakes at a leader change, too, which
+			// is how it would meet the start of an election.
+			continue
+		}
 		for _, s := range fut.Configuration().Servers {
 			if s.Suffrage != raft.Voter || s.ID == leader || s.ID == raft.ServerID(n.cfg.NodeID) ||
 				only != "" && (s.ID != only || time.Since(sent[s.ID]) < peerProbeEvery/2) {

@@ -11,7 +11,41 @@ import (
 var (
 	errLeaderMoved = errors.New("another node leads now, and the old leader does not answer")
 	errLeaderLost  = errors.New("this node lost the leader (a heartbeat timeout of silence) and an election is under way")
+	errNewLeader   = errors.New("another node leads now")
 )
+
+// leaderGone returns once this node's Raft gives up on leader id:
+// errLeaderLost when it knows no leader and has heard from none for a
+// heartbeat timeout (it campaigns, or has joined a campaign), errNewLeader
+// when it names another leader; or ctx's error when ctx ends first.
+func (h *Handler) leaderGone(ctx context.Context, id string) error {
+	hb := h.node.Timing().Heartbeat
+	for {
+		changed := h.node.leaderChanges() // before the check: no change is missed
+		now, _ := h.node.Leader()
+		var again <-chan time.Time
+		if now == "" {
+			// Raft drops the leader when it campaigns (a heartbeat
+			// timeout of silence) or hears of a newer term; the silence
+			// tells the two apart.
+			silent := time.Since(h.node.Raft.LastContact())
+			if silent >= hb {
+				return errLeaderLost
+			}
+			// Campaigns seen before this node's own timeout: look again
+			// when it would have one.
+			again = time.After(hb - silent)
+		} else if now != id {
+			return errNewLeader
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-again:
+		}
+	}
+}
 
 // untilLeaderMoves is the context of a request forwarded to leader id at
 // addr: it ends with ctx; or, when the old leader has not begun to answer,
@@ -35,41 +69,17 @@ func (h *Handler) untilLeaderMoves(ctx context.Context, id, addr string) context
 	var answering atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { answering.Store(true) }})
 	go func() {
-		hb := h.node.Timing().Heartbeat
-		for {
-			changed := h.node.leaderChanges() // before the check: no change is missed
-			now, _ := h.node.Leader()
-			if now == "" {
-				// Raft drops the leader when it campaigns (a heartbeat
-				// timeout of silence) or hears of a newer term; the
-				// silence tells the two apart.
-				silent := time.Since(h.node.Raft.LastContact())
-				if silent >= hb {
-					if !answering.Load() {
-						// The old leader is dead or cut off from here:
-						// a health check would only time out.
-						cancel(errLeaderLost)
-					}
-					return
-				}
-				// Campaigns seen before this node's own timeout: look
-				// again when it would have one.
-				select {
-				case <-ctx.Done():
-					return
-				case <-changed:
-				case <-time.After(hb - silent):
-				}
-				continue
+		switch h.leaderGone(ctx, id) {
+		case errLeaderLost:
+			if !answering.Load() {
+				// The old leader is dead or cut off from here: a health
+				// check would only time out.
+				cancel(errLeaderLost)
 			}
-			if now != id {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-changed:
-			}
+			return
+		case errNewLeader:
+		default:
+			return
 		}
 		if answering.Load() {
 			return

@@ -116,13 +116,59 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) {
 	// Linearizable. A follower answers from its own state once that
 	// includes a read index asked for after the request came; a request
 	// already forwarded once is not tried again here.
-	if id, addr := h.node.Leader(); id != "" && addr != "" && id != h.node.ID() && r.Header.Get(hopsHeader) == "" && !h.opts.ForwardReads {
-		if h.followerReads.join(r.Context()) == nil {
-			h.serveLocal(w, r, h.api, levelLinearizable, true)
+	if id, _ := h.node.Leader(); id != h.node.ID() && r.Header.Get(hopsHeader) == "" && !h.opts.ForwardReads {
+		if h.followerRead(w, r) {
 			return
 		}
 	}
 	h.toLeader(w, r, h.api)
+}
+
+// followerRead serves a linearizable read on a follower from its own state
+// once that includes a read index asked for after the read came (rounds
+// shared with the other reads, readIndexRound). When no leader is known,
+// or the leader asked is given up by this node's Raft or replaced, it
+// waits for the next leader and asks it, as soon as this node learns of
+// it; when none has answered within the wait for a leader (LeaderWait),
+// it answers 503. It reports false, having answered nothing, when the read
+// is the leader's to serve: this node leads, or the read index failed
+// otherwise (the leader refused or has no read index, or this node's state
+// lags), and the read is forwarded whole.
+func (h *Handler) followerRead(w http.ResponseWriter, r *http.Request) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.LeaderWait)
+	defer cancel()
+	for {
+		changed := h.node.leaderChanges() // before the look: no change is missed
+		id, _ := h.node.Leader()
+		if id == h.node.ID() {
+			return false
+		}
+		if id == "" {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+			}
+		} else {
+			err := h.followerReads.join(ctx)
+			if err == nil {
+				h.serveLocal(w, r, h.api, levelLinearizable, true)
+				return true
+			}
+			if errors.Is(err, errNoLeader) || errors.Is(err, errLeaderLost) || errors.Is(err, errNewLeader) {
+				continue
+			}
+			if ctx.Err() == nil {
+				return false
+			}
+		}
+		if r.Context().Err() == nil {
+			_, note := withStateNote(r.Context())
+			h.describe(w.Header(), r, http.StatusServiceUnavailable, levelLinearizable, note)
+			writeUnavailable(w, "No leader gave a read index in time; the cluster may be electing one.", true)
+		}
+		return true
+	}
 }
 
 // serveLocal answers with this node's handler, the answer describing
@@ -293,31 +339,48 @@ func (h *Handler) confirm(ctx context.Context) error {
 	return h.followerReads.join(ctx)
 }
 
-var errNoReadIndex = errors.New("no leader to ask for a read index")
+var (
+	errNoReadIndex = errors.New("the leader gives no read index")
+	errNoLeader    = errors.New("no leader is known")
+)
 
 // readIndexRound is one round of a follower's read index: ask the leader
 // for its read index, wait until this node's state includes it, and note
 // the confirmation. Reads that joined the round then answer from the
-// state. It gives up when the leader does not answer within a heartbeat
-// timeout, or when this node's state does not reach the index within half
-// of one (the leader sends what it committed within its commit timeout,
-// far less; a node cut off from the leader's appends, or far behind, does
-// better to forward its reads at once).
+// state. The request to the leader ends, and the round fails with
+// errLeaderLost or errNewLeader, as soon as this node's Raft gives up on
+// that leader or names another (a leader cut off by a partition never
+// answers; the reads then ask the next one); otherwise it waits for the
+// leader's answer as a forwarded read would, up to the leader's own bound
+// on it (the apply timeout). The round also gives up when this node's state
+// does not reach the index within half a heartbeat timeout (the leader
+// sends what it committed within its commit timeout, far less; a node cut
+// off from the leader's appends, or far behind, does better to forward its
+// reads at once). An answer is used only by the reads of the round that
+// asked for it, all begun before it was asked for (docs/design.md).
 func (h *Handler) readIndexRound() error {
 	id, addr := h.node.Leader()
-	if id == "" || addr == "" || id == h.node.ID() || h.noReadIndex.has(addr) {
+	if id == "" {
+		return errNoLeader
+	}
+	if addr == "" || id == h.node.ID() || h.noReadIndex.has(addr) {
 		return errNoReadIndex
 	}
-	heartbeat := h.node.Timing().Heartbeat
 	asked := sinceBoot()
-	ctx, cancel := context.WithTimeout(context.Background(), heartbeat)
-	index, err := h.fetchReadIndex(ctx, addr, h.node.Raft.CurrentTerm())
-	cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { cancel(h.leaderGone(ctx, id)) }()
+	fetch, stop := context.WithTimeout(ctx, h.node.cfg.ApplyTimeout)
+	index, err := h.fetchReadIndex(fetch, addr, h.node.Raft.CurrentTerm())
+	stop()
+	cancel(nil)
 	if err != nil {
+		if gone := context.Cause(ctx); gone == errLeaderLost || gone == errNewLeader {
+			return gone
+		}
 		return err
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), heartbeat/2)
-	defer cancel()
+	ctx, stop = context.WithTimeout(context.Background(), h.node.Timing().Heartbeat/2)
+	defer stop()
 	if err := h.node.waitState(ctx, index); err != nil {
 		return err
 	}

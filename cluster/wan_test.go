@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/internal/wanlab"
 )
@@ -61,93 +62,118 @@ func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, *testcluster.
 	return lab, c
 }
 
-// A leader cut off by a partition never answers what it was forwarded:
-// the forwarding follower gives up on it once its own Raft gives up on
-// that leader, so a read is answered by the new leader and a write gets
-// its 503 (unknown outcome) within an election, before the new leader is
-// known, not when the client gives up.
-func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
+// cutLab starts 3 voters 150 ms apart with the documented 150 ms settings
+// in a WAN lab, and writes once through a follower, so that the followers
+// hold open connections to the leader's API, as followers that forward
+// do (otherwise a request forwarded after the cut could fail to dial,
+// which is safe to retry anywhere). It returns the lab, the leader, the
+// followers and the name (and uuid) of the provider written.
+func cutLab(t *testing.T) (*wanlab.Lab, *testcluster.Proc, testcluster.Procs, string) {
 	lab, c := labCluster(t, 3, "--raft-timing-multiplier", "0.5", "--raft-leader-lease-timeout", "400ms")
-	const rtt = 150 * time.Millisecond
 	nodes := c.Nodes
 	for i, a := range nodes {
 		for _, b := range nodes[i+1:] {
-			if err := lab.SetRTT(a.ID, b.ID, rtt, 0); err != nil {
+			if err := lab.SetRTT(a.ID, b.ID, cutRTT, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	st := c.Healthy(3)
-	var leader, via *testcluster.Proc
-	var others []string
-	for _, n := range nodes {
-		if n.ID == st.Leader {
-			leader = n
-		} else {
-			via = n
-			others = append(others, n.ID)
-		}
-	}
-	hc := lab.Host("client").HTTPClient()
-	hc.Timeout = 30 * time.Second
-	send := func(method, path string, body []byte) (int, time.Duration, error) {
-		req, _ := http.NewRequest(method, "http://"+via.HTTPAddr+path, bytes.NewReader(body))
-		req.Header.Set("X-Auth-Token", "admin")
-		req.Header.Set("OpenStack-API-Version", "placement 1.39")
-		req.Header.Set("Content-Type", "application/json")
-		start := time.Now()
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0, time.Since(start), err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, time.Since(start), nil
-	}
-
-	// A write through via first: via then holds an open connection to
-	// the leader's API, as a follower that forwards does (otherwise the
-	// forward below could fail to dial, which is safe to retry anywhere).
+	leader := nodes.Named(c.Healthy(3).Leader)
+	followers := nodes.Except(leader)
 	u := uuid.NewString()
-	if code, _, err := send(http.MethodPost, "/resource_providers", fmt.Appendf(nil, `{"uuid": %q, "name": %q}`, u, u)); code != http.StatusOK {
-		t.Fatalf("write through %s before the cut: %d %v", via.ID, code, err)
+	hc := lab.Host("client").HTTPClient()
+	for _, f := range followers {
+		if r := labSend(hc, f, http.MethodPost, "/resource_providers", fmt.Appendf(nil, `{"uuid": %q, "name": %q}`, u, u)); r.code != http.StatusOK && r.code != http.StatusConflict {
+			t.Fatalf("write through %s before the cut: %d %v", f.ID, r.code, r.err)
+		}
 	}
+	return lab, leader, followers, u
+}
 
-	// The leader and its region are cut off from the others and the
-	// client; ctl, in no group, still sees everyone.
-	if err := lab.Partition([]string{leader.ID}, append(others, "client")); err != nil {
-		t.Fatal(err)
+const cutRTT = 150 * time.Millisecond
+
+func ids(ps testcluster.Procs) []string {
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.ID)
 	}
-	type result struct {
-		what string
-		code int
-		took time.Duration
-		err  error
+	return ids
+}
+
+// labAnswer is what a request sent by labSend got.
+type labAnswer struct {
+	code   int
+	header http.Header
+	body   []byte
+	took   time.Duration
+	err    error
+}
+
+// labSend sends a Placement request to node p with client hc, as an
+// operator (the answer names the node that served it).
+func labSend(hc *http.Client, p *testcluster.Proc, method, path string, body []byte) labAnswer {
+	req, _ := http.NewRequest(method, "http://"+p.HTTPAddr+path, bytes.NewReader(body))
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Authorization", "Bearer "+p.Secret)
+	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return labAnswer{took: time.Since(start), err: err}
 	}
-	// When via first names another leader (polled from ctl, which sees
-	// it without delay).
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return labAnswer{code: resp.StatusCode, header: resp.Header, body: b, took: time.Since(start), err: err}
+}
+
+// learnsLeader reports on the channel it returns when p first names a
+// leader other than old (polled from ctl, which sees it without delay).
+func learnsLeader(ctx context.Context, p *testcluster.Proc, old string) <-chan time.Time {
 	learnt := make(chan time.Time, 1)
-	ctx, stopPoll := context.WithTimeout(context.Background(), 30*time.Second)
-	defer stopPoll()
 	go func() {
 		for ctx.Err() == nil {
-			if s, err := via.Client().Self(ctx); err == nil && s.Leader != "" && s.Leader != leader.ID {
+			if s, err := p.Client().Self(ctx); err == nil && s.Leader != "" && s.Leader != old {
 				learnt <- time.Now()
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
+	return learnt
+}
+
+// A leader cut off by a partition never answers what it was forwarded:
+// the forwarding follower gives up on it once its own Raft gives up on
+// that leader, so a read is answered by the new leader and a write gets
+// its 503 (unknown outcome) within an election, before the new leader is
+// known, not when the client gives up.
+func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
+	lab, leader, followers, _ := cutLab(t)
+	via := followers[len(followers)-1]
+	hc := lab.Host("client").HTTPClient()
+	hc.Timeout = 30 * time.Second
+
+	// The leader and its region are cut off from the others and the
+	// client; ctl, in no group, still sees everyone.
+	if err := lab.Partition([]string{leader.ID}, append(ids(followers), "client")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stopPoll := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stopPoll()
+	learnt := learnsLeader(ctx, via, leader.ID)
+	type result struct {
+		what string
+		labAnswer
+	}
 	start := time.Now()
 	results := make(chan result, 2)
 	go func() {
 		u := uuid.NewString()
-		code, took, err := send(http.MethodPost, "/resource_providers", fmt.Appendf(nil, `{"uuid": %q, "name": %q}`, u, u))
-		results <- result{"write", code, took, err}
+		results <- result{"write", labSend(hc, via, http.MethodPost, "/resource_providers", fmt.Appendf(nil, `{"uuid": %q, "name": %q}`, u, u))}
 	}()
 	go func() {
-		code, took, err := send(http.MethodGet, "/resource_providers", nil)
-		results <- result{"read", code, took, err}
+		results <- result{"read", labSend(hc, via, http.MethodGet, "/resource_providers", nil)}
 	}()
 	var write503 time.Time
 	for range 2 {
@@ -171,12 +197,98 @@ func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 	// instead of crossing its link again after it.
 	select {
 	case at := <-learnt:
-		if !write503.IsZero() && !write503.Before(at.Add(-rtt/2)) {
+		if !write503.IsZero() && !write503.Before(at.Add(-cutRTT/2)) {
 			t.Errorf("the write's 503 came %v after the cut, %s learnt of the new leader %v after it: want the 503 an election earlier",
 				write503.Sub(start).Round(time.Millisecond), via.ID, at.Sub(start).Round(time.Millisecond))
 		}
 	case <-ctx.Done():
 		t.Errorf("%s never named a new leader", via.ID)
+	}
+	if err := lab.Heal(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A follower's linearizable read pending on a leader that is then cut off
+// stops waiting for it when the follower's Raft gives up on it, and asks
+// the next leader for a read index as soon as the follower learns of it:
+// every read sent through a follower during the cut is answered from that
+// follower's own state (or by itself as the new leader), includes the
+// write acknowledged before the cut, and comes after the follower learnt
+// of the new leader; none is forwarded whole, none waits for a timeout.
+// (Before, the read index request timed out after a heartbeat timeout
+// and the read was forwarded whole: to the cut-off leader, then to the
+// next one, which served it.)
+func TestFollowerReadAsksNewLeaderAfterCut(t *testing.T) {
+	lab, leader, followers, u := cutLab(t)
+	hc := lab.Host("client").HTTPClient()
+	hc.Timeout = 30 * time.Second
+	// Before the cut, reads through the followers are served by them.
+	for _, f := range followers {
+		if r := labSend(hc, f, http.MethodGet, "/resource_providers", nil); r.code != http.StatusOK || r.header.Get(cluster.ServedByHeader) != f.ID {
+			t.Fatalf("read through %s before the cut: %d served by %q (%v)", f.ID, r.code, r.header.Get(cluster.ServedByHeader), r.err)
+		}
+	}
+
+	if err := lab.Partition([]string{leader.ID}, append(ids(followers), "client")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stopPoll := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stopPoll()
+	start := time.Now()
+	learnt := map[string]<-chan time.Time{}
+	for _, f := range followers {
+		learnt[f.ID] = learnsLeader(ctx, f, leader.ID)
+	}
+	// Reads through each follower at the cut and every 250 ms for 2 s,
+	// through the election.
+	type read struct {
+		via  *testcluster.Proc
+		sent time.Duration
+		labAnswer
+	}
+	reads := make(chan read, 32)
+	n := 0
+	for at := time.Duration(0); at <= 2*time.Second; at += 250 * time.Millisecond {
+		time.Sleep(time.Until(start.Add(at)))
+		for _, f := range followers {
+			n++
+			go func() {
+				sent := time.Since(start)
+				reads <- read{f, sent, labSend(hc, f, http.MethodGet, "/resource_providers", nil)}
+			}()
+		}
+	}
+	learntAt := map[string]time.Duration{}
+	for _, f := range followers {
+		select {
+		case at := <-learnt[f.ID]:
+			learntAt[f.ID] = at.Sub(start)
+		case <-ctx.Done():
+			t.Fatalf("%s never named a new leader", f.ID)
+		}
+	}
+	for range n {
+		r := <-reads
+		f := r.via.ID
+		answered := r.sent + r.took
+		t.Logf("read through %s sent %v after the cut (it learnt the new leader at %v): %d in %v, served by %q (%v)",
+			f, r.sent.Round(time.Millisecond), learntAt[f].Round(time.Millisecond), r.code, r.took.Round(time.Millisecond), r.header.Get(cluster.ServedByHeader), r.err)
+		switch {
+		case r.err != nil:
+			t.Errorf("read through %s sent %v after the cut: %v after %v", f, r.sent, r.err, r.took)
+		case r.code == http.StatusServiceUnavailable:
+			// Allowed: no leader within the request's wait.
+		case r.code != http.StatusOK:
+			t.Errorf("read through %s sent %v after the cut: %d %s", f, r.sent, r.code, r.body)
+		case !bytes.Contains(r.body, []byte(u)):
+			t.Errorf("read through %s sent %v after the cut misses the write acknowledged before it: %s", f, r.sent, r.body)
+		case r.header.Get(cluster.ServedByHeader) != f || r.header.Get(cluster.ReadLevelHeader) != "linearizable":
+			t.Errorf("read through %s sent %v after the cut: served by %q at level %q, want by %s itself after a read index from the new leader, linearizable",
+				f, r.sent, r.header.Get(cluster.ServedByHeader), r.header.Get(cluster.ReadLevelHeader), f)
+		case answered < learntAt[f]-cutRTT/2:
+			t.Errorf("read through %s answered %v after the cut, before it learnt of the new leader (%v)", f, answered, learntAt[f])
+		}
 	}
 	if err := lab.Heal(); err != nil {
 		t.Fatal(err)

@@ -367,19 +367,19 @@ func (h *Handler) readIndexRound() error {
 		return errNoReadIndex
 	}
 	asked := sinceBoot()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() { cancel(h.leaderGone(ctx, id)) }()
-	fetch, stop := context.WithTimeout(ctx, h.node.cfg.ApplyTimeout)
+	leads, cancel := context.WithCancelCause(context.Background())
+	go func() { cancel(h.leaderGone(leads, id)) }()
+	fetch, stop := context.WithTimeout(leads, h.node.cfg.ApplyTimeout)
 	index, err := h.fetchReadIndex(fetch, addr, h.node.Raft.CurrentTerm())
 	stop()
 	cancel(nil)
 	if err != nil {
-		if gone := context.Cause(ctx); gone == errLeaderLost || gone == errNewLeader {
+		if gone := context.Cause(leads); gone == errLeaderLost || gone == errNewLeader {
 			return gone
 		}
 		return err
 	}
-	ctx, stop = context.WithTimeout(context.Background(), h.node.Timing().Heartbeat/2)
+	ctx, stop := context.WithTimeout(context.Background(), h.node.Timing().Heartbeat/2)
 	defer stop()
 	if err := h.node.waitState(ctx, index); err != nil {
 		return err

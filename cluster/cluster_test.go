@@ -243,6 +243,30 @@ func TestUnknownOutcomeIs503(t *testing.T) {
 	c.Converged()
 }
 
+// A linearizable read on a follower that knows no leader waits for one
+// (the cluster front's leader wait, 5 s in tests) and is then answered
+// 503 with Retry-After in Placement's error format, saying that no
+// leader is known; not after the API's own wait for a leader on top
+// (the apply timeout, 10 s: 15 s with the code before).
+func TestFollowerReadWithoutLeaderIs503(t *testing.T) {
+	c, _ := threeNodes(t, nil)
+	f := c.Followers()[0]
+	c.Isolate(f)
+	defer c.Reconnect(f)
+	waitFor(t, "the isolated follower to give up on the leader", func() bool { id, _ := f.Node.Leader(); return id == "" })
+	start := time.Now()
+	r := do(t, f, "GET", "/resource_classes", nil)
+	took := time.Since(start)
+	codes := r.json(t)["errors"]
+	if r.status != 503 || r.header.Get("Retry-After") == "" || codes == nil || r.header.Get(cluster.KnownLeaderHeader) != "false" {
+		t.Fatalf("read through a follower without a leader: %d, Retry-After %q, %s %q: %s",
+			r.status, r.header.Get("Retry-After"), cluster.KnownLeaderHeader, r.header.Get(cluster.KnownLeaderHeader), r.body)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the read's 503 took %v: want it after the leader wait (5 s), not the API's wait for a leader on top", took)
+	}
+}
+
 func TestSnapshotInstallAndCatchUp(t *testing.T) {
 	tune := func(rc *raft.Config) {
 		rc.SnapshotThreshold = 16

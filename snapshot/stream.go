@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,7 +94,7 @@ func decodeImage(r io.Reader) (*state.Image, error) {
 	var under io.Reader = bufio.NewReaderSize(r, 64<<10)
 	dec := json.NewDecoder(under)
 	var img state.Image
-	var providers providerDecoder
+	var elements decoder
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func decodeImage(r io.Reader) (*state.Image, error) {
 		key, _ := t.(string)
 		switch {
 		case strings.EqualFold(key, "Providers"):
-			img.Providers, dec, under, err = decodeElements(dec, under, providers.decode)
+			img.Providers, dec, under, err = decodeElements(dec, under, elements.provider)
 		case strings.EqualFold(key, "CustomClasses"):
 			img.CustomClasses, err = decodeArray[state.ResourceClass](dec)
 		case strings.EqualFold(key, "CustomTraits"):
@@ -113,7 +114,7 @@ func decodeImage(r io.Reader) (*state.Image, error) {
 		case strings.EqualFold(key, "ConsumerTypes"):
 			img.ConsumerTypes, err = decodeArray[state.ConsumerType](dec)
 		case strings.EqualFold(key, "Consumers"):
-			img.Consumers, dec, under, err = decodeElements(dec, under, decodeConsumer)
+			img.Consumers, dec, under, err = decodeElements(dec, under, elements.consumer)
 		case strings.EqualFold(key, "LastIndex"):
 			err = dec.Decode(&img.LastIndex)
 		case strings.EqualFold(key, "NextProviderID"):
@@ -235,7 +236,7 @@ func unexpectedEOF(err error) error {
 
 // nextElement appends the next element of an array to buf, after the
 // separating comma unless first; end reports the array's "]" instead. It
-// only delimits: the element's validity is decodeConsumer's concern.
+// only delimits: the element's validity is the decoder's concern.
 func nextElement(src *bufio.Reader, buf []byte, first bool) (elem []byte, end bool, err error) {
 	c, err := skipSpaces(src)
 	if err != nil {
@@ -286,24 +287,41 @@ func nextElement(src *bufio.Reader, buf []byte, first bool) (elem []byte, end bo
 		}
 		b, _ := src.Peek(src.Buffered())
 		i := 0
-		for ; i < len(b) && (depth > 0 || inString); i++ {
-			c := b[i]
-			switch {
-			case inString:
-				switch {
-				case escaped:
-					escaped = false
-				case c == '\\':
-					escaped = true
-				case c == '"':
-					inString = false
+		for i < len(b) && (depth > 0 || inString) {
+			if !inString {
+				switch b[i] {
+				case '"':
+					inString = true
+				case '{', '[':
+					depth++
+				case '}', ']':
+					depth--
 				}
-			case c == '"':
-				inString = true
-			case c == '{' || c == '[':
-				depth++
-			case c == '}' || c == ']':
-				depth--
+				i++
+				continue
+			}
+			if escaped {
+				escaped = false
+				i++
+				continue
+			}
+			// Inside a string: to its closing quote or the next escape,
+			// found by IndexByte rather than byte by byte (most of an
+			// image's bytes are in strings: uuids, names, times).
+			rest := b[i:]
+			q := bytes.IndexByte(rest, '"')
+			if q < 0 {
+				q = len(rest)
+			}
+			if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
+				i += e + 1
+				escaped = true
+				continue
+			}
+			i += q
+			if q < len(rest) {
+				i++
+				inString = false
 			}
 		}
 		buf = append(buf, b[:i]...)

@@ -27,7 +27,7 @@ func credentialsOf(r *http.Request) Credentials {
 func envHeader(h http.Header, key string) (string, bool) {
 	var names []string
 	for name := range h {
-		if envKey(name) == key {
+		if isEnvKey(name, key) {
 			names = append(names, name)
 		}
 	}
@@ -87,11 +87,45 @@ func envKey(name string) string {
 	return string(b)
 }
 
+// isEnvKey reports whether envKey(name) == key without building the key
+// (the auth middleware looks several keys up among every header of each
+// request).
+func isEnvKey(name, key string) bool {
+	const prefix = "HTTP_"
+	if len(key) != len(prefix)+len(name) || key[:min(len(key), len(prefix))] != prefix {
+		return !isASCII(name) && envKey(name) == key
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '-':
+			c = '_'
+		case 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		case c >= 0x80:
+			return envKey(name) == key
+		}
+		if c != key[len(prefix)+i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // setEnvHeader replaces every header that maps to key with one value, as
 // webob's req.headers[key] = value does.
 func setEnvHeader(h http.Header, key, value string) {
 	for name := range h {
-		if envKey(name) == key {
+		if isEnvKey(name, key) {
 			delete(h, name)
 		}
 	}

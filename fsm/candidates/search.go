@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"weak"
 
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -166,19 +168,42 @@ func newSearch(ctx context.Context, st *state.Store, req *Request, opt Options) 
 			s.groups[last].subtreeChecks = append(s.groups[last].subtreeChecks, idxs)
 		}
 	}
+	sh := sharingOf(st)
+	s.sharingAll, s.sharingByAgg = sh.all, sh.byAgg
+	return s
+}
+
+// sharing lists the providers with the sharing trait of one version of
+// the state, and them per aggregate (in ID order). The searches of one
+// version share it (read only): the state changes at every write, but
+// several searches usually read each version.
+type sharing struct {
+	version weak.Pointer[state.Store] // does not keep the version alive
+	all     []*state.Provider
+	byAgg   map[string][]*state.Provider
+}
+
+var lastSharing atomic.Pointer[sharing]
+
+func sharingOf(st *state.Store) *sharing {
+	if sh := lastSharing.Load(); sh != nil && sh.version.Value() == st {
+		return sh
+	}
+	sh := &sharing{version: weak.Make(st)}
 	for p := range providersWithTrait(st, state.SharingTrait) {
-		s.sharingAll = append(s.sharingAll, p)
-		if s.sharingByAgg == nil {
-			s.sharingByAgg = map[string][]*state.Provider{}
+		sh.all = append(sh.all, p)
+		if sh.byAgg == nil {
+			sh.byAgg = map[string][]*state.Provider{}
 		}
 		for a := range aggregatesOf(p) {
-			s.sharingByAgg[a] = append(s.sharingByAgg[a], p)
+			sh.byAgg[a] = append(sh.byAgg[a], p)
 		}
 	}
-	for _, list := range s.sharingByAgg {
+	for _, list := range sh.byAgg {
 		sortByID(list)
 	}
-	return s
+	lastSharing.Store(sh)
+	return sh
 }
 
 func classID(st *state.Store, name string) int {

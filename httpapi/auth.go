@@ -72,19 +72,26 @@ func envKey(name string) string {
 	b := make([]byte, 0, len("HTTP_")+len(name))
 	b = append(b, "HTTP_"...)
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '-':
-			c = '_'
-		case 'a' <= c && c <= 'z':
-			c -= 'a' - 'A'
-		case c >= 0x80:
+		c, ok := envByte(name[i])
+		if !ok {
 			// Non-ASCII: Unicode upper-casing, as before.
 			return "HTTP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		}
 		b = append(b, c)
 	}
 	return string(b)
+}
+
+// envByte is what byte c of a header name becomes in its environ key;
+// false for a non-ASCII byte (the name is then upper-cased as Unicode).
+func envByte(c byte) (byte, bool) {
+	switch {
+	case c == '-':
+		return '_', true
+	case 'a' <= c && c <= 'z':
+		return c - ('a' - 'A'), true
+	}
+	return c, c < 0x80
 }
 
 // isEnvKey reports whether envKey(name) == key without building the key
@@ -96,13 +103,8 @@ func isEnvKey(name, key string) bool {
 		return !isASCII(name) && envKey(name) == key
 	}
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '-':
-			c = '_'
-		case 'a' <= c && c <= 'z':
-			c -= 'a' - 'A'
-		case c >= 0x80:
+		c, ok := envByte(name[i])
+		if !ok {
 			return envKey(name) == key
 		}
 		if c != key[len(prefix)+i] {

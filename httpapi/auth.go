@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sort"
@@ -14,11 +13,13 @@ import (
 // policy engine's view of a request).
 type Credentials = policy.Credentials
 
-type credsKey struct{}
-
+// credentialsOf is the caller's credentials, as authentication set them in
+// the request's info.
 func credentialsOf(r *http.Request) Credentials {
-	c, _ := r.Context().Value(credsKey{}).(Credentials)
-	return c
+	if i, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+		return i.creds
+	}
+	return Credentials{}
 }
 
 // envHeader is a request header as the WSGI environ holds it: every header
@@ -165,7 +166,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			setEnvHeader(r.Header, "HTTP_X_ROLES", strings.Join(roles, ","))
 		}
 		c := contextFromHeaders(r.Header)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credsKey{}, c)))
+		infoOf(r).creds = c
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -168,8 +168,13 @@ WAN_LOAD ?= 0
 WAN_CLIENT_RTT ?= -1
 WAN_FLAGS ?=
 WAN_FLAGS_B ?=
+WAN_BIN_B ?=
+WAN_REGIONS ?=
+WAN_REGION_CUTS ?= 1
+WAN_SETTLE ?= 0s
 WAN_TIMEOUT ?= 30m
 .PHONY: wan-bench
 wan-bench:
 	$(GO) run ./bench/cmd/wan-bench -rtts '$(WAN_RTTS)' -nodes $(WAN_NODES) -requests $(WAN_REQUESTS) \
-		-failovers $(WAN_FAILOVERS) -idle $(WAN_IDLE) -load $(WAN_LOAD) -client-rtt $(WAN_CLIENT_RTT) -serve-flags '$(WAN_FLAGS)' -serve-flags-b '$(WAN_FLAGS_B)' -timeout $(WAN_TIMEOUT)
+		-failovers $(WAN_FAILOVERS) -idle $(WAN_IDLE) -load $(WAN_LOAD) -client-rtt $(WAN_CLIENT_RTT) -serve-flags '$(WAN_FLAGS)' -serve-flags-b '$(WAN_FLAGS_B)' \
+		-regions '$(WAN_REGIONS)' -region-cuts $(WAN_REGION_CUTS) -bin-b '$(WAN_BIN_B)' -settle $(WAN_SETTLE) -timeout $(WAN_TIMEOUT)

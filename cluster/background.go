@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"sync"
@@ -15,9 +16,8 @@ import (
 func (h *Handler) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(3)
-	w := &warmth{at: map[string]time.Time{}}
-	go func() { defer wg.Done(); h.keepLeaderConnWarm(ctx, w) }()
-	go func() { defer wg.Done(); h.keepVoterConnsWarm(ctx, w) }()
+	go func() { defer wg.Done(); h.keepLeaderConnWarm(ctx) }()
+	go func() { defer wg.Done(); h.keepVoterConnsWarm(ctx) }()
 	go func() { defer wg.Done(); h.keepLeaderInPreferredRegions(ctx) }()
 	wg.Wait()
 }
@@ -35,34 +35,67 @@ const warmEvery = 30 * time.Second
 // to a new leader as soon as it learns of it (a non-voter, or a voter that
 // could not reach it before).
 
-// warmth remembers when each API address was last touched successfully:
-// its connection is open.
-type warmth struct {
-	mu sync.Mutex
-	at map[string]time.Time
+// apiConns counts the forwarding client's open connections per address.
+// A connection the peer closed (it restarted) is closed by the client as
+// soon as the peer's close arrives, so an address with none open needs a
+// touch, however recently the last one was: a peer's restart is repaired
+// at the next tick of keepVoterConnsWarm, not warmEvery later, and a new
+// leader's connection is opened when it is learnt even if it was touched
+// just before its restart.
+type apiConns struct {
+	mu   sync.Mutex
+	open map[string]int
 }
 
-func (w *warmth) touched(addr string) {
-	w.mu.Lock()
-	w.at[addr] = time.Now()
-	w.mu.Unlock()
+// dialer wraps dial so that every connection it makes is counted until
+// it is closed.
+func (c *apiConns) dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.open == nil {
+			c.open = map[string]int{}
+		}
+		c.open[addr]++
+		c.mu.Unlock()
+		return &countedConn{Conn: conn, closed: func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.open[addr]--; c.open[addr] <= 0 {
+				delete(c.open, addr)
+			}
+		}}, nil
+	}
 }
 
-func (w *warmth) warm(addr string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return time.Since(w.at[addr]) < warmEvery
+// warm says whether a connection to addr is open.
+func (c *apiConns) warm(addr string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open[addr] > 0
+}
+
+type countedConn struct {
+	net.Conn
+	once   sync.Once
+	closed func()
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(c.closed)
+	return c.Conn.Close()
 }
 
 // keepLeaderConnWarm touches the API of each new leader as soon as this
-// node learns of it, unless its connection is known to be open (a voter).
-func (h *Handler) keepLeaderConnWarm(ctx context.Context, w *warmth) {
+// node learns of it, unless a connection to it is open (a voter's).
+func (h *Handler) keepLeaderConnWarm(ctx context.Context) {
 	for {
 		changed := h.node.leaderChanges() // before the check: no change is missed
-		if id, addr := h.node.Leader(); id != "" && id != h.node.ID() && addr != "" && !w.warm(addr) {
-			if _, err := h.touch(ctx, addr); err == nil {
-				w.touched(addr)
-			}
+		if id, addr := h.node.Leader(); id != "" && id != h.node.ID() && addr != "" && !h.conns.warm(addr) {
+			h.touch(ctx, addr)
 		}
 		select {
 		case <-ctx.Done():
@@ -72,11 +105,12 @@ func (h *Handler) keepLeaderConnWarm(ctx context.Context, w *warmth) {
 	}
 }
 
-// keepVoterConnsWarm touches every other voter's API every warmEvery (a
-// second after a failure), and warns when a round trip is above half the
+// keepVoterConnsWarm touches every other voter's API every warmEvery, and
+// within a second when no connection to it is open (a failure, or the
+// voter restarted), and warns when a round trip is above half the
 // leader lease: a new leader steps down unless a follower answers within
 // the lease, so the lease must be well above the RTT.
-func (h *Handler) keepVoterConnsWarm(ctx context.Context, w *warmth) {
+func (h *Handler) keepVoterConnsWarm(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	due := map[string]time.Time{}    // API address -> next touch
@@ -96,7 +130,7 @@ func (h *Handler) keepVoterConnsWarm(ctx context.Context, w *warmth) {
 		now := time.Now()
 		for _, m := range members {
 			mu.Lock()
-			later := now.Before(due[m.HTTPAddr])
+			later := now.Before(due[m.HTTPAddr]) && h.conns.warm(m.HTTPAddr)
 			mu.Unlock()
 			if !m.Voter || m.ID == h.node.ID() || m.HTTPAddr == "" || later {
 				continue
@@ -112,7 +146,6 @@ func (h *Handler) keepVoterConnsWarm(ctx context.Context, w *warmth) {
 					return
 				}
 				due[m.HTTPAddr] = now.Add(warmEvery)
-				w.touched(m.HTTPAddr)
 				lease := h.node.Timing().LeaderLease
 				// rtt is 0 when the touch opened the connection.
 				if 2*rtt > lease && time.Since(warned[m.HTTPAddr]) > 10*time.Minute {

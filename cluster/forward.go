@@ -82,6 +82,7 @@ type Handler struct {
 	api      http.Handler
 	opts     HandlerOptions
 	client   *http.Client
+	conns    apiConns // the client's open connections (background.go)
 	draining atomic.Bool
 
 	// Read levels (readlevels.go): a follower's read index rounds, the
@@ -110,8 +111,9 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	h := &Handler{node: n, api: api, opts: opts, memberKey: memberKey(opts.Secret)}
 	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         h.conns.dialer((&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
@@ -120,11 +122,11 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 		tr.TLSClientConfig = clientTLS(n.cfg.APITLS)
 		tr.TLSHandshakeTimeout = 5 * time.Second
 	}
-	h := &Handler{node: n, api: api, opts: opts, memberKey: memberKey(opts.Secret), client: &http.Client{
+	h.client = &http.Client{
 		Transport: tr,
 		// Redirects are the client's business: relay them.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	}
 	h.followerReads = newSharedRounds(h.readIndexRound)
 	h.pace.poke = make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -167,6 +169,7 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 	defer func() { release() }()
 	deadline := time.Now().Add(h.opts.LeaderWait)
 	for {
+		changed := h.node.leaderChanges() // before the look: no change is missed
 		id, addr := h.node.Leader()
 		// A leader that stopped taking writes for a graceful stop holds
 		// them until the next leader is known, then forwards them.
@@ -221,9 +224,11 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 			writeUnavailable(w, "No leader is reachable; the cluster may be electing one.", true)
 			return
 		}
+		// A new leader is tried as soon as this node learns of it.
 		select {
 		case <-r.Context().Done():
 			return
+		case <-changed:
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

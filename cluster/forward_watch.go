@@ -8,34 +8,61 @@ import (
 	"time"
 )
 
-var errLeaderMoved = errors.New("another node leads now, and the old leader does not answer")
+var (
+	errLeaderMoved = errors.New("another node leads now, and the old leader does not answer")
+	errLeaderLost  = errors.New("this node lost the leader (a heartbeat timeout of silence) and an election is under way")
+)
 
 // untilLeaderMoves is the context of a request forwarded to leader id at
-// addr: it ends with ctx, or when this node has seen another node lead and
-// the old leader, which has not begun to answer, does not answer a health
-// check either within a heartbeat timeout (at least 2 s), or at once when
-// this node had stopped hearing from the old leader (no contact for half a
-// heartbeat timeout while it knew no leader). A leader cut off
-// by a partition never answers, and the request would otherwise wait for
-// its client to give up, long after the next leader was elected. The
-// forwarding loop then sends a read again to the new leader, and answers a
-// write 503 (its outcome is unknown: the old leader may have committed it
-// before it was cut off). An old leader that answers the check is left to
-// answer the request: during a leadership transfer it forwards the writes
-// it held to the new leader as soon as it learns of it.
+// addr: it ends with ctx; or, when the old leader has not begun to answer,
+// as soon as this node's Raft itself gives up on it (no leader known and no
+// contact for a heartbeat timeout: this node has started or joined an
+// election); or when this node has seen another node lead and the old
+// leader does not answer a health check either within a heartbeat timeout
+// (at least 2 s). A leader cut off by a partition never answers, and the
+// request would otherwise wait for its client to give up, long after the
+// next leader was elected. The forwarding loop then sends a read again to
+// the next leader, and answers a write 503 (its outcome is unknown: the old
+// leader may have committed it before it was cut off). Answering the write
+// when the election begins, not when it ends, lets the client's retry wait
+// here for the new leader and go to it the moment this node learns of it,
+// instead of crossing the client's link once more after the election. An
+// old leader that answers the check is left to answer the request: during
+// a leadership transfer it forwards the writes it held to the new leader
+// as soon as it learns of it, and keeps its heartbeats coming meanwhile.
 func (h *Handler) untilLeaderMoves(ctx context.Context, id, addr string) context.Context {
 	ctx, cancel := context.WithCancelCause(ctx)
 	var answering atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { answering.Store(true) }})
 	go func() {
-		lostLeader := false
+		hb := h.node.Timing().Heartbeat
 		for {
 			changed := h.node.leaderChanges() // before the check: no change is missed
 			now, _ := h.node.Leader()
-			if now == "" && time.Since(h.node.Raft.LastContact()) >= h.node.Timing().Heartbeat/2 {
-				lostLeader = true
+			if now == "" {
+				// Raft drops the leader when it campaigns (a heartbeat
+				// timeout of silence) or hears of a newer term; the
+				// silence tells the two apart.
+				silent := time.Since(h.node.Raft.LastContact())
+				if silent >= hb {
+					if !answering.Load() {
+						// The old leader is dead or cut off from here:
+						// a health check would only time out.
+						cancel(errLeaderLost)
+					}
+					return
+				}
+				// Campaigns seen before this node's own timeout: look
+				// again when it would have one.
+				select {
+				case <-ctx.Done():
+					return
+				case <-changed:
+				case <-time.After(hb - silent):
+				}
+				continue
 			}
-			if now != "" && now != id {
+			if now != id {
 				break
 			}
 			select {
@@ -45,15 +72,6 @@ func (h *Handler) untilLeaderMoves(ctx context.Context, id, addr string) context
 			}
 		}
 		if answering.Load() {
-			return
-		}
-		if lostLeader {
-			// This node itself stopped hearing from the old leader before
-			// the election: the old leader is dead or cut off from here,
-			// and a health check would only time out. (A leadership
-			// transfer keeps the heartbeats coming until the new leader
-			// takes over.)
-			cancel(errLeaderMoved)
 			return
 		}
 		// Not derived from ctx, whose trace would count the check's answer

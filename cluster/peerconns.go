@@ -18,8 +18,8 @@ import (
 // other voter but the leader an RPC that changes nothing, every second and
 // as soon as a new leader is known, which leaves an open connection in
 // the pool for the next election (and replaces one a restarted peer left
-// dead: the RPC fails on it, raft drops it, and the RPC is sent again on
-// a new one).
+// dead: the RPC fails on it, raft drops it, and the RPC is sent again
+// until it goes over a new one; the pool may hold several dead ones).
 //
 // The RPC is a vote request of term 0 marked as a leadership transfer:
 // raft refuses it at once, without a log line or any change, because
@@ -72,6 +72,15 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 		if !isVoter(fut.Configuration(), raft.ServerID(n.cfg.NodeID)) {
 			continue // removed, or a non-voter: it never campaigns
 		}
+		if leader == "" || time.Since(n.Raft.LastContact()) > n.timing.Heartbeat/2 {
+			// An election is under way or may begin: a probe now would
+			// hold the pooled connection to a peer while raft sends its
+			// vote requests, and raft's would then dial a new one (2.5
+			// round trips with TLS; seen to reorder campaigns and split
+			// the vote). The loop wakes at a leader change, too, which
+			// is how it would meet the start of an election.
+			continue
+		}
 		for _, s := range fut.Configuration().Servers {
 			if s.Suffrage != raft.Voter || s.ID == leader || s.ID == raft.ServerID(n.cfg.NodeID) ||
 				only != "" && (s.ID != only || time.Since(sent[s.ID]) < peerProbeEvery/2) {
@@ -98,9 +107,18 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 				if trans.RequestVote(s.ID, s.Address, &req, &resp) == nil {
 					n.peers.answered(s.ID, time.Since(sent))
 				} else {
-					// Most likely a pooled connection the peer's restart
-					// left dead: raft dropped it, and this dials afresh.
-					err := trans.RequestVote(s.ID, s.Address, &req, &resp)
+					// Most likely pooled connections the peer's restart
+					// left dead: raft drops each one that fails, and once
+					// the pool is empty this dials afresh. A dead pooled
+					// connection fails at once; a slow failure (a peer cut
+					// off) is not tried again and again.
+					var err error
+					for try := 0; try <= raftConnPool; try++ {
+						sent = time.Now()
+						if err = trans.RequestVote(s.ID, s.Address, &req, &resp); err == nil || time.Since(sent) > time.Second {
+							break
+						}
+					}
 					n.peers.tried(s.ID, err == nil)
 				}
 				mu.Lock()

@@ -74,10 +74,14 @@ func newTCPTransport(bind, advertise string, tlsConf *tls.Config, limits RaftCon
 	stream := &tcpStream{Listener: newRaftListener(ln, server, limits, logger), advertise: adv, tls: client}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
-		MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
+		MaxPool: raftConnPool, Timeout: 10 * time.Second, Logger: logger,
 		MsgpackUseNewTimeFormat: true,
 	}), nil
 }
+
+// raftConnPool is how many idle connections raft's transport keeps per
+// peer.
+const raftConnPool = 3
 
 // raftTLSConfigs derives both sides of Raft's mutual TLS from c: this
 // node's certificate (Certificates) and the cluster's CA (RootCAs).

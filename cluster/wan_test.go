@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -61,15 +62,17 @@ func labCluster(t *testing.T, n int, args ...string) (*wanlab.Lab, *testcluster.
 }
 
 // A leader cut off by a partition never answers what it was forwarded:
-// the forwarding follower gives up on it once it sees a new leader, so a
-// read is answered by the new leader and a write gets its 503 (unknown
-// outcome) within an election, not when the client gives up.
+// the forwarding follower gives up on it once its own Raft gives up on
+// that leader, so a read is answered by the new leader and a write gets
+// its 503 (unknown outcome) within an election, before the new leader is
+// known, not when the client gives up.
 func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
-	lab, c := labCluster(t, 3, "--raft-timing-multiplier", "0.5")
+	lab, c := labCluster(t, 3, "--raft-timing-multiplier", "0.5", "--raft-leader-lease-timeout", "400ms")
+	const rtt = 150 * time.Millisecond
 	nodes := c.Nodes
 	for i, a := range nodes {
 		for _, b := range nodes[i+1:] {
-			if err := lab.SetRTT(a.ID, b.ID, 40*time.Millisecond, 0); err != nil {
+			if err := lab.SetRTT(a.ID, b.ID, rtt, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -102,6 +105,14 @@ func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 		return resp.StatusCode, time.Since(start), nil
 	}
 
+	// A write through via first: via then holds an open connection to
+	// the leader's API, as a follower that forwards does (otherwise the
+	// forward below could fail to dial, which is safe to retry anywhere).
+	u := uuid.NewString()
+	if code, _, err := send(http.MethodPost, "/resource_providers", fmt.Appendf(nil, `{"uuid": %q, "name": %q}`, u, u)); code != http.StatusOK {
+		t.Fatalf("write through %s before the cut: %d %v", via.ID, code, err)
+	}
+
 	// The leader and its region are cut off from the others and the
 	// client; ctl, in no group, still sees everyone.
 	if err := lab.Partition([]string{leader.ID}, append(others, "client")); err != nil {
@@ -113,6 +124,21 @@ func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 		took time.Duration
 		err  error
 	}
+	// When via first names another leader (polled from ctl, which sees
+	// it without delay).
+	learnt := make(chan time.Time, 1)
+	ctx, stopPoll := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stopPoll()
+	go func() {
+		for ctx.Err() == nil {
+			if s, err := via.Client().Self(ctx); err == nil && s.Leader != "" && s.Leader != leader.ID {
+				learnt <- time.Now()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
 	results := make(chan result, 2)
 	go func() {
 		u := uuid.NewString()
@@ -123,8 +149,12 @@ func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 		code, took, err := send(http.MethodGet, "/resource_providers", nil)
 		results <- result{"read", code, took, err}
 	}()
+	var write503 time.Time
 	for range 2 {
 		r := <-results
+		if r.what == "write" && r.code == http.StatusServiceUnavailable {
+			write503 = start.Add(r.took)
+		}
 		t.Logf("%s through %s after cutting off %s: %d in %v (%v)", r.what, via.ID, leader.ID, r.code, r.took.Round(time.Millisecond), r.err)
 		if r.err != nil {
 			t.Fatalf("the %s through a follower waited for the cut-off leader: %v after %v", r.what, r.err, r.took)
@@ -133,6 +163,20 @@ func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 		if !want || r.took > 10*time.Second {
 			t.Errorf("the %s answered %d after %v: want 200 (or 503 for the write) within an election", r.what, r.code, r.took)
 		}
+	}
+	// The write's 503 comes when via's own Raft gives up on the cut-off
+	// leader, before the election ends (via, second in the election
+	// order, then campaigns itself: a pre-vote and a vote, two round
+	// trips): the client's retry then waits on via for the new leader
+	// instead of crossing its link again after it.
+	select {
+	case at := <-learnt:
+		if !write503.IsZero() && !write503.Before(at.Add(-rtt/2)) {
+			t.Errorf("the write's 503 came %v after the cut, %s learnt of the new leader %v after it: want the 503 an election earlier",
+				write503.Sub(start).Round(time.Millisecond), via.ID, at.Sub(start).Round(time.Millisecond))
+		}
+	case <-ctx.Done():
+		t.Errorf("%s never named a new leader", via.ID)
 	}
 	if err := lab.Heal(); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,11 @@
 //	make wan-bench [WAN_RTTS=0,20,80,150,80/20] [WAN_REQUESTS=100] ...
 //
 // With -serve-flags-b the failovers and region cuts of each row alternate
-// between two flag sets (A/B in one run, all nodes restarted in between).
+// between two flag sets, with -bin-b between this tree's build and another
+// placementd binary (A/B in one run, all nodes restarted in between; a
+// trial waits -settle after the restart). With -regions each row also cuts
+// the leader's region off -region-cuts times, and logs the client's writes
+// after each cut (sent, answered, status) for the timeline.
 //
 // It needs root (namespaces, iptables). Every figure comes from one run on
 // a shared machine: compare rows of one table, not tables of two runs.

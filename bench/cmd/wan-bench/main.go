@@ -39,8 +39,15 @@ type config struct {
 	// every node restarted with the other set in between: an A/B
 	// comparison within one run.
 	serveFlagsB []string
-	timeout     time.Duration
-	dir         string
+	// binB, when set, is the placementd binary of mode B (e.g. one built
+	// from main): a before/after comparison within one run.
+	binB string
+	// settle is how long a trial waits after the nodes were restarted for
+	// it (A/B), so that what a node sets up after a restart (connections
+	// to its peers) is in place, as it is in a cluster that runs.
+	settle  time.Duration
+	timeout time.Duration
+	dir     string
 	// regions, when set, gives each node a region (and so the number of
 	// nodes); nodes of one region are regionRTT apart, of two regions the
 	// row's RTT. The leader is kept in the first one (--leader-regions),
@@ -96,6 +103,8 @@ func main() {
 	flag.Float64Var(&c.load, "load", 0, "light load while elections are counted: this many requests per second (a write through the leader, then reads on each node in turn), 0: idle")
 	serveFlags := flag.String("serve-flags", "", "extra flags for every `placementd serve`, e.g. the timing profile: --raft-timing-multiplier 0.5")
 	serveFlagsB := flag.String("serve-flags-b", "", "when set, failovers and region cuts alternate between -serve-flags (A) and -serve-flags plus these (B), all nodes restarted in between, e.g. --raft-ordered-elections=false")
+	flag.StringVar(&c.binB, "bin-b", "", "placementd binary for B (A is built from this tree): failovers and region cuts alternate between the two, e.g. a build of main for a before/after comparison")
+	flag.DurationVar(&c.settle, "settle", 0, "with -serve-flags-b or -bin-b: wait this long after restarting the nodes before a trial")
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	flag.StringVar(&c.dir, "dir", "", "where binaries, data dirs and node logs go (default: a temporary dir, removed at the end)")
 	regions := flag.String("regions", "", "region of each node, e.g. a,a,b,b,c (sets -nodes): the row's RTT is then between regions, the leader is kept in the first region listed, and each row also cuts the leader's region off")
@@ -141,7 +150,8 @@ type bench struct {
 	lab    *wanlab.Lab
 	nodes  testcluster.Procs
 	args   [][]string   // each node's flags before the serve flags
-	mode   int          // 0: the nodes run with -serve-flags (A), 1: plus -serve-flags-b (B)
+	mode   int          // 0: the nodes run with -serve-flags (A), 1: plus -serve-flags-b, or -bin-b (B)
+	bins   [2]string    // placementd binary of A and B
 	client *http.Client // from the client host: every request pays its RTT
 	ctl    *http.Client // from the control host: no delay, for status polls
 	rpUUID string       // the provider the reads fetch
@@ -188,7 +198,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	defer lab.Close()
-	b := &bench{cfg: cfg, lab: lab}
+	b := &bench{cfg: cfg, lab: lab, bins: [2]string{bin, bin}}
+	if cfg.binB != "" {
+		b.bins[1] = cfg.binB
+	}
 	if err := b.start(ctx, bin, dir); err != nil {
 		return err
 	}
@@ -394,20 +407,24 @@ func (b *bench) row(ctx context.Context, spec rttSpec) (r row) {
 // alternate is the mode of a row's i-th trial: A, B, A, B... with
 // -serve-flags-b, else A.
 func (b *bench) alternate(i int) int {
-	if len(b.cfg.serveFlagsB) == 0 {
+	if !b.ab() {
 		return 0
 	}
 	return i % 2
 }
 
+// ab says whether trials alternate between A and B.
+func (b *bench) ab() bool { return len(b.cfg.serveFlagsB) > 0 || b.cfg.binB != "" }
+
 func (b *bench) modeName(m int) string {
-	if len(b.cfg.serveFlagsB) == 0 {
+	if !b.ab() {
 		return ""
 	}
 	return [2]string{"A: ", "B: "}[m]
 }
 
-// setMode restarts every node, one at a time, with the flags of mode m.
+// setMode restarts every node, one at a time, with the binary and flags of
+// mode m, and waits cfg.settle.
 func (b *bench) setMode(ctx context.Context, m int) error {
 	if m == b.mode {
 		return nil
@@ -418,6 +435,7 @@ func (b *bench) setMode(ctx context.Context, m int) error {
 			return fmt.Errorf("stopping %s: %w", n.ID, err)
 		}
 		n.Args = append(append(append([]string{}, b.args[i]...), b.cfg.serveFlags...), b.cfg.serveFlagsB[:len(b.cfg.serveFlagsB)*m]...)
+		n.Bin = b.bins[m]
 		if err := n.Start(nil); err != nil {
 			return err
 		}
@@ -426,6 +444,11 @@ func (b *bench) setMode(ctx context.Context, m int) error {
 		}
 	}
 	b.mode = m
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.cfg.settle):
+	}
 	return nil
 }
 
@@ -638,13 +661,17 @@ func (b *bench) regionLoss(ctx context.Context) (loss, back time.Duration, err e
 	if err := b.lab.Partition(cut, append(rest, "client")); err != nil {
 		return 0, 0, err
 	}
+	var attempts []string
 	for {
 		u := uuid.NewString()
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		sent := time.Since(start)
 		code, err := b.do(rctx, b.client, via.HTTPAddr, http.MethodPost, "/resource_providers", map[string]string{"uuid": u, "name": "wan-" + u}, nil)
 		cancel()
+		attempts = append(attempts, fmt.Sprintf("%.3f→%.3f %d", sent.Seconds(), time.Since(start).Seconds(), code))
 		if err == nil && code == http.StatusOK {
 			loss = time.Since(start)
+			logf("  writes after the cut (sent→answered s, status): %s", strings.Join(attempts, ", "))
 			break
 		}
 		if ctx.Err() != nil || time.Since(start) > 2*time.Minute {
@@ -663,18 +690,17 @@ func (b *bench) regionLoss(ctx context.Context) (loss, back time.Duration, err e
 	return loss, time.Since(start), nil
 }
 
-// waitLeaderIn waits until the leader is a node of region.
+// waitLeaderIn waits until the leader is a node of region, says so itself,
+// and every member follows it: a node cut off with the old leader can
+// name it for a while after it stepped down, and a cut begun then would
+// not cut the leader off.
 func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Duration) (cluster.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for {
 		st, err := b.nodes.Status(ctx)
-		if err == nil {
-			for _, m := range st.Members {
-				if m.ID == st.Leader && m.Region == region {
-					return st, nil
-				}
-			}
+		if err == nil && leadsIn(st, region) {
+			return st, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -682,6 +708,21 @@ func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Dura
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// leadsIn reports whether the leader of st is in region, in the leader
+// state, and followed by every member.
+func leadsIn(st cluster.ClusterStatus, region string) bool {
+	in := false
+	for _, m := range st.Members {
+		if !m.Healthy {
+			return false
+		}
+		if m.ID == st.Leader {
+			in = m.Region == region && m.Status.State == "Leader"
+		}
+	}
+	return in
 }
 
 // do sends one Placement API request as admin and drains the answer.
@@ -758,8 +799,15 @@ func printTable(w io.Writer, cfg config, rows []row) {
 		}
 	}
 	tw.Flush()
-	if len(cfg.serveFlagsB) > 0 {
-		fmt.Fprintf(w, "\nA/B, alternating within each row: A = the flags above, B = plus %s\n\n", strings.Join(cfg.serveFlagsB, " "))
+	if len(cfg.serveFlagsB) > 0 || cfg.binB != "" {
+		var bdesc []string
+		if cfg.binB != "" {
+			bdesc = append(bdesc, "the binary "+cfg.binB)
+		}
+		if len(cfg.serveFlagsB) > 0 {
+			bdesc = append(bdesc, "the flags above plus "+strings.Join(cfg.serveFlagsB, " "))
+		}
+		fmt.Fprintf(w, "\nA/B, alternating within each row (all nodes restarted in between, then %s settling): A = the flags above, B = %s\n\n", cfg.settle, strings.Join(bdesc, ", "))
 		tw = tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 		fmt.Fprintln(tw, "| node RTT\t| load average (start, end)\t| failover A (median / worst, n)\t| failover B\t| elections per failover A\t| B\t| region cut → write ok A\t| B\t|")
 		fmt.Fprintln(tw, "| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t| ---\t|")

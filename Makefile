@@ -112,7 +112,7 @@ fuzz:
 	done; \
 	echo "== summary (logs in $(FUZZLOG))"; cat $(FUZZLOG)/summary.txt; ! grep -q FAILED $(FUZZLOG)/summary.txt
 
-# Upstream Placement (Debian's packages, uwsgi + PostgreSQL) against
+# Upstream Placement (Debian's packages, uwsgi + MariaDB) against
 # placementd with 1 and 3 nodes: one table with ratios (bench/compare.sh).
 .PHONY: bench-compare
 bench-compare:

@@ -1,7 +1,7 @@
 #!/bin/bash
 # make bench-compare: the same workload (bench/loadgen) against upstream
 # Placement from Debian's packages (placement-api under uwsgi with the
-# package's uwsgi settings, PostgreSQL behind it) with
+# package's uwsgi settings, MariaDB behind it) with
 # randomize_allocation_candidates on, as clouds and upstream's performance
 # job run it, and placementd with randomization on and off, as a single
 # node and as a 3-node cluster, one after the other in one run, then one
@@ -20,7 +20,7 @@
 # PHASES (every phase) for upstream and the -random targets, OFF_PHASES
 # (scheduler,gate) for the others, KEEP=1 keeps the work directory,
 # REPORT_DIR receives the JSON reports.
-# Needs root (apt-get, a private PostgreSQL cluster run as postgres).
+# Needs root (apt-get, a private MariaDB server run as mysql).
 set -euo pipefail
 
 NODES=${NODES:-1000}
@@ -46,7 +46,7 @@ cleanup() {
 	for pid in "${PIDS[@]}"; do
 		wait "$pid" 2>/dev/null || true
 	done
-	stop_postgres
+	stop_mariadb
 	if [ "${KEEP:-}" = 1 ]; then
 		log "work directory kept: $WORK"
 	else
@@ -79,7 +79,7 @@ stop() {
 
 ensure_packages() {
 	local missing=()
-	for p in postgresql python3-placement placement-api uwsgi uwsgi-plugin-python3 python3-psycopg2; do
+	for p in mariadb-server python3-placement placement-api uwsgi uwsgi-plugin-python3 python3-pymysql; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
@@ -88,27 +88,46 @@ ensure_packages() {
 	fi
 }
 
-PGBIN=
-PGDATA=
-start_postgres() {
-	PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-	PGDATA=$WORK/pg
-	PGPORT=$(free_port)
-	mkdir -p "$PGDATA"
-	chown postgres: "$PGDATA"
-	# A private cluster (own directory and port): no other database on the
-	# machine is touched. Settings are the defaults (fsync on) except for
-	# enough connections for uwsgi's 8 processes.
-	runuser -u postgres -- "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres >/dev/null
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w start \
-		-o "-p $PGPORT -k $PGDATA -c listen_addresses=127.0.0.1 -c max_connections=400" >/dev/null
-	runuser -u postgres -- "$PGBIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -q \
-		-c "CREATE USER placement PASSWORD 'placement'" -c "CREATE DATABASE placement OWNER placement"
+DBDIR=
+DBPORT=
+start_mariadb() {
+	DBDIR=$WORK/mariadb
+	DBPORT=$(free_port)
+	mkdir -p "$DBDIR"
+	chown mysql: "$DBDIR"
+	# A private server (own data directory, socket and port, no option
+	# files read): no other database on the machine is touched. Settings
+	# are the defaults (durable InnoDB commits) with the character set
+	# Debian's server configuration sets, and enough connections for
+	# uwsgi's processes.
+	mariadb-install-db --no-defaults --user=mysql --datadir="$DBDIR/data" --skip-test-db >"$DBDIR/install.log" 2>&1
+	mariadbd --no-defaults --user=mysql --datadir="$DBDIR/data" --socket="$DBDIR/mysqld.sock" \
+		--pid-file="$DBDIR/mysqld.pid" --log-error="$DBDIR/error.log" --bind-address=127.0.0.1 --port="$DBPORT" \
+		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci --max-connections=400 2>"$DBDIR/stderr.log" &
+	PIDS+=($!)
+	local deadline=$((SECONDS + 60))
+	until mariadb-admin --no-defaults --socket="$DBDIR/mysqld.sock" -u root ping >/dev/null 2>&1 && [ -s "$DBDIR/mysqld.pid" ]; do
+		if [ $SECONDS -ge $deadline ]; then
+			log "MariaDB did not start: $(tail -5 "$DBDIR/error.log" 2>/dev/null)"
+			return 1
+		fi
+		sleep 0.2
+	done
+	# root authenticates by the socket's peer (unix_socket): this script
+	# runs as root.
+	mariadb --no-defaults --socket="$DBDIR/mysqld.sock" -u root -e \
+		"CREATE DATABASE placement; CREATE USER 'placement'@'127.0.0.1' IDENTIFIED BY 'placement'; GRANT ALL ON placement.* TO 'placement'@'127.0.0.1';"
 }
 
-stop_postgres() {
-	if [ -n "$PGDATA" ] && [ -f "$PGDATA/postmaster.pid" ]; then
-		runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -m fast stop >/dev/null 2>&1 || true
+stop_mariadb() {
+	if [ -n "$DBDIR" ] && [ -s "$DBDIR/mysqld.pid" ]; then
+		local pid
+		pid=$(cat "$DBDIR/mysqld.pid")
+		kill "$pid" 2>/dev/null || true
+		# Its shutdown flushes InnoDB: wait until it has exited.
+		while kill -0 "$pid" 2>/dev/null; do
+			sleep 0.2
+		done
 	fi
 }
 
@@ -128,7 +147,7 @@ auth_strategy = noauth2
 [placement]
 randomize_allocation_candidates = true
 [placement_database]
-connection = postgresql+psycopg2://placement:placement@127.0.0.1:$PGPORT/placement
+connection = mysql+pymysql://placement:placement@127.0.0.1:$DBPORT/placement?charset=utf8
 max_pool_size = 10
 max_overflow = 30
 EOF
@@ -212,12 +231,12 @@ for target in $TARGETS; do
 	case $target in
 	upstream)
 		ensure_packages
-		start_postgres
+		start_mariadb
 		start_upstream
-		load upstream "$UPSTREAM_URL" "$UPSTREAM_PID,$(head -1 "$PGDATA/postmaster.pid")" "$PHASES"
+		load upstream "$UPSTREAM_URL" "$UPSTREAM_PID,$(cat "$DBDIR/mysqld.pid")" "$PHASES"
 		# Free the cores for the next target.
 		stop "$UPSTREAM_PID"
-		stop_postgres
+		stop_mariadb
 		;;
 	placementd-*)
 		# placementd-N[-leader][-random]

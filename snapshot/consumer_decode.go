@@ -10,15 +10,15 @@ import (
 	"github.com/placementd/placementd/fsm/state"
 )
 
-// decodeConsumer decodes one element of an image's Consumers. Restoring a
+// consumer decodes one element of an image's Consumers. Restoring a
 // snapshot is mostly decoding consumers (a million of them in a large
 // cloud, each restart and each snapshot install on a follower), and
 // encoding/json's reflection costs several times a direct parse. So the
 // exact shape encodeImage writes (compact, fields in order, strings without
 // escapes) is parsed directly; anything else, including every malformed
 // input, goes to json.Unmarshal, which decides as it always has.
-func decodeConsumer(raw []byte) (*state.Consumer, error) {
-	if c, ok := parseConsumer(raw); ok {
+func (d *decoder) consumer(raw []byte) (*state.Consumer, error) {
+	if c, ok := d.parseConsumer(raw); ok {
 		return &c.Consumer, nil
 	}
 	var c *state.Consumer
@@ -28,12 +28,12 @@ func decodeConsumer(raw []byte) (*state.Consumer, error) {
 
 // parseConsumer is the direct parse; ok is false when raw is not in the
 // shape encodeImage writes.
-func parseConsumer(raw []byte) (c state.ConsumerImage, ok bool) {
+func (d *decoder) parseConsumer(raw []byte) (c state.ConsumerImage, ok bool) {
 	p := parser{b: raw}
 	ok = p.lit(`{"UUID":`) && p.str(&c.UUID) &&
-		p.lit(`,"ProjectID":`) && p.str(&c.ProjectID) &&
-		p.lit(`,"UserID":`) && p.str(&c.UserID) &&
-		p.lit(`,"Type":`) && p.str(&c.Type) &&
+		p.lit(`,"ProjectID":`) && p.name(&c.ProjectID, d) &&
+		p.lit(`,"UserID":`) && p.name(&c.UserID, d) &&
+		p.lit(`,"Type":`) && p.name(&c.Type, d) &&
 		p.lit(`,"Generation":`) && p.int(&c.Generation) &&
 		p.lit(`,"Created":`) && p.time(&c.Created) &&
 		p.lit(`,"Updated":`) && p.time(&c.Updated) &&
@@ -54,8 +54,8 @@ func parseConsumer(raw []byte) (c state.ConsumerImage, ok bool) {
 				return c, false
 			}
 			var a state.Allocation
-			if !(p.lit(`{"ProviderUUID":`) && p.str(&a.ProviderUUID) &&
-				p.lit(`,"Class":`) && p.str(&a.Class) &&
+			if !(p.lit(`{"ProviderUUID":`) && p.name(&a.ProviderUUID, d) &&
+				p.lit(`,"Class":`) && p.name(&a.Class, d) &&
 				p.lit(`,"Used":`) && p.int(&a.Used) &&
 				p.allocationTimes() && p.lit("}")) {
 				return c, false

@@ -11,7 +11,7 @@ import (
 	"github.com/placementd/placementd/fsm/state"
 )
 
-// decodeConsumer gives what json.Unmarshal gives, for what encodeImage
+// decoder.consumer gives what json.Unmarshal gives, for what encodeImage
 // writes and for anything else.
 func TestDecodeConsumerMatchesEncodingJSON(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
@@ -44,7 +44,7 @@ func TestDecodeConsumerMatchesEncodingJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkDecodeConsumer(t, raw)
-		if _, ok := parseConsumer(raw); ok {
+		if _, ok := (&decoder{}).parseConsumer(raw); ok {
 			fast++
 		}
 	}
@@ -57,13 +57,13 @@ func TestDecodeConsumerMatchesEncodingJSON(t *testing.T) {
 		Created:     time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 		Allocations: []state.Allocation{{ProviderUUID: "r", Class: "VCPU", Used: 2}}}}
 	raw, _ := json.Marshal(&plain)
-	if _, ok := parseConsumer(raw); !ok {
+	if _, ok := (&decoder{}).parseConsumer(raw); !ok {
 		t.Errorf("%s was left to encoding/json", raw)
 	}
 	// Snapshots written before allocations lost their own times still
 	// take the direct parse.
 	older := []byte(`{"UUID":"u","ProjectID":"p","UserID":"x","Type":"","Generation":1,"Created":"2026-01-02T03:04:05.000000006Z","Updated":"2026-01-02T03:04:05.000000006Z","Allocations":[{"ProviderUUID":"r","Class":"VCPU","Used":2,"Created":"2026-01-02T03:04:05.000000006Z","Updated":"0001-01-01T00:00:00Z"}]}`)
-	if _, ok := parseConsumer(older); !ok {
+	if _, ok := (&decoder{}).parseConsumer(older); !ok {
 		t.Errorf("%s was left to encoding/json", older)
 	}
 	checkDecodeConsumer(t, older)
@@ -83,7 +83,7 @@ func TestDecodeConsumerMatchesEncodingJSON(t *testing.T) {
 
 func checkDecodeConsumer(t *testing.T, raw []byte) {
 	t.Helper()
-	checkDecoded(t, raw, decodeConsumer)
+	checkDecoded(t, raw, (&decoder{}).consumer)
 }
 
 // checkDecoded requires decode to give what json.Unmarshal gives for raw.
@@ -97,5 +97,29 @@ func checkDecoded[T any](t *testing.T, raw []byte, decode func([]byte) (T, error
 	}
 	if err == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s:\n got %s\nwant %s", raw, fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", want))
+	}
+}
+
+// A consumer's project, user and allocations' providers are the strings
+// decoded before (an allocation's provider uuid its provider's own), not
+// copies per consumer.
+func TestDecodedConsumersShareNames(t *testing.T) {
+	var d decoder
+	p, err := d.provider([]byte(`{"ID":1,"UUID":"r","Name":"n","Generation":0,"RootUUID":"r","Created":"0001-01-01T00:00:00Z","Updated":"0001-01-01T00:00:00Z","Inventories":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(`{"UUID":"u%d","ProjectID":"p","UserID":"x","Type":"","Generation":1,"Created":"2026-01-02T03:04:05Z","Updated":"2026-01-02T03:04:05Z","Allocations":[{"ProviderUUID":"r","Class":"VCPU","Used":2}]}`)
+	a, err1 := d.consumer([]byte(fmt.Sprintf(string(raw), 1)))
+	b, err2 := d.consumer([]byte(fmt.Sprintf(string(raw), 2)))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if unsafeData(a.ProjectID) != unsafeData(b.ProjectID) || unsafeData(a.UserID) != unsafeData(b.UserID) ||
+		unsafeData(a.Allocations[0].Class) != unsafeData(b.Allocations[0].Class) {
+		t.Errorf("repeated names were decoded into separate copies")
+	}
+	if unsafeData(a.Allocations[0].ProviderUUID) != unsafeData(p.UUID) || unsafeData(b.Allocations[0].ProviderUUID) != unsafeData(p.UUID) {
+		t.Errorf("an allocation's provider uuid is not its provider's string")
 	}
 }

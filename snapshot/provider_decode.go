@@ -7,18 +7,20 @@ import (
 	"github.com/placementd/placementd/fsm/state"
 )
 
-// providerDecoder decodes the elements of an image's Providers, as
-// decodeConsumer does consumers: the exact shape encodeImage writes is
-// parsed directly, anything else goes to json.Unmarshal. A large cloud's
-// providers carry dozens of traits each, the same few names over and over;
-// names holds one copy of each trait, aggregate and class name read, so
-// that decoding does not allocate a string per occurrence.
-type providerDecoder struct {
+// decoder decodes the elements of an image's Providers (provider) and
+// Consumers (consumer): the exact shape encodeImage writes is parsed
+// directly, anything else goes to json.Unmarshal. A large cloud's
+// providers carry dozens of traits each, the same few names over and
+// over, and its million consumers the same projects, users, classes and
+// provider uuids; names holds one copy of each name read (not of consumer
+// uuids, each read once), so that decoding does not allocate a string per
+// occurrence, and an allocation's provider uuid is its provider's string.
+type decoder struct {
 	names map[string]string
 }
 
-func (d *providerDecoder) decode(raw []byte) (state.ProviderImage, error) {
-	if p, ok := d.parse(raw); ok {
+func (d *decoder) provider(raw []byte) (state.ProviderImage, error) {
+	if p, ok := d.parseProvider(raw); ok {
 		return p, nil
 	}
 	var p state.ProviderImage
@@ -27,7 +29,7 @@ func (d *providerDecoder) decode(raw []byte) (state.ProviderImage, error) {
 }
 
 // name returns the shared copy of b's text.
-func (d *providerDecoder) name(b []byte) string {
+func (d *decoder) name(b []byte) string {
 	if s, ok := d.names[string(b)]; ok {
 		return s
 	}
@@ -41,14 +43,14 @@ func (d *providerDecoder) name(b []byte) string {
 
 // parse is the direct parse; ok is false when raw is not in the shape
 // encodeImage writes.
-func (d *providerDecoder) parse(raw []byte) (pi state.ProviderImage, ok bool) {
+func (d *decoder) parseProvider(raw []byte) (pi state.ProviderImage, ok bool) {
 	p := parser{b: raw}
 	ok = p.lit(`{"ID":`) && p.int(&pi.ID) &&
-		p.lit(`,"UUID":`) && p.str(&pi.UUID) &&
+		p.lit(`,"UUID":`) && p.name(&pi.UUID, d) &&
 		p.lit(`,"Name":`) && p.str(&pi.Name) &&
 		p.lit(`,"Generation":`) && p.int(&pi.Generation) &&
-		(!p.lit(`,"ParentUUID":`) || p.str(&pi.ParentUUID)) &&
-		p.lit(`,"RootUUID":`) && p.str(&pi.RootUUID) &&
+		(!p.lit(`,"ParentUUID":`) || p.name(&pi.ParentUUID, d)) &&
+		p.lit(`,"RootUUID":`) && p.name(&pi.RootUUID, d) &&
 		p.lit(`,"Created":`) && p.time(&pi.Created) &&
 		p.lit(`,"Updated":`) && p.time(&pi.Updated) &&
 		p.lit(`,"Inventories":`)
@@ -99,6 +101,15 @@ func (d *providerDecoder) parse(raw []byte) (pi state.ProviderImage, ok bool) {
 	ok = names(`,"Traits":`, &pi.Traits) && names(`,"Aggregates":`, &pi.Aggregates) &&
 		p.lit("}") && p.i == len(p.b)
 	return pi, ok
+}
+
+// name reads a string as parser.str does, as d's shared copy.
+func (p *parser) name(dst *string, d *decoder) bool {
+	s, ok := p.span()
+	if ok {
+		*dst = d.name(s)
+	}
+	return ok
 }
 
 // rawString reads a JSON string as parser.span does, without copying it.

@@ -11,7 +11,7 @@ import (
 	"github.com/placementd/placementd/fsm/state"
 )
 
-// providerDecoder gives what json.Unmarshal gives, for what encodeImage
+// decoder.provider gives what json.Unmarshal gives, for what encodeImage
 // writes and for anything else, and shares one copy of repeated names.
 func TestDecodeProviderMatchesEncodingJSON(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
@@ -31,7 +31,7 @@ func TestDecodeProviderMatchesEncodingJSON(t *testing.T) {
 		}
 		return out
 	}
-	var d providerDecoder
+	var d decoder
 	fast := 0
 	for i := 0; i < 2000; i++ {
 		p := state.ProviderImage{ID: rnd.Int64N(1<<40) - 3, UUID: word(), Name: word(), Generation: rnd.Int64N(100),
@@ -48,8 +48,8 @@ func TestDecodeProviderMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkDecoded(t, raw, d.decode)
-		if _, ok := d.parse(raw); ok {
+		checkDecoded(t, raw, d.provider)
+		if _, ok := d.parseProvider(raw); ok {
 			fast++
 		}
 	}
@@ -61,8 +61,8 @@ func TestDecodeProviderMatchesEncodingJSON(t *testing.T) {
 		Inventories: []state.InventoryImage{{Class: "VCPU", Inventory: state.Inventory{Total: 8, MinUnit: 1, MaxUnit: 8, StepSize: 1, AllocationRatio: 16}}},
 		Traits:      []string{"COMPUTE_A", "HW_B"}, Aggregates: []string{"agg"}}
 	raw, _ := json.Marshal(&plain)
-	a, ok1 := d.parse(raw)
-	b, ok2 := d.parse(raw)
+	a, ok1 := d.parseProvider(raw)
+	b, ok2 := d.parseProvider(raw)
 	if !ok1 || !ok2 {
 		t.Fatalf("%s was left to encoding/json", raw)
 	}
@@ -78,7 +78,7 @@ func TestDecodeProviderMatchesEncodingJSON(t *testing.T) {
 		`{"ID":1,"UUID":"u","Name":"n","Generation":0,"RootUUID":"u","Created":"0001-01-01T00:00:00Z","Updated":"0001-01-01T00:00:00Z","Inventories":null,"Traits":[]}x`,
 		`{"ID":1,"UUID":"u","Name":"n","Generation":0,"RootUUID":"u","Created":"0001-01-01T00:00:00Z","Updated":"0001-01-01T00:00:00Z","Inventories":null,"Aggregates":["a"],"Traits":["t"]}`,
 	} {
-		checkDecoded(t, []byte(doc), d.decode)
+		checkDecoded(t, []byte(doc), d.provider)
 	}
 }
 

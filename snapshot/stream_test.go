@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -81,6 +82,39 @@ func TestDecodeImageMatchesEncodingJSON(t *testing.T) {
 		`{"Consumers": [{"UUID": "x}]}`, `{"Consumers": [{}] "LastIndex": 1}`, `{"Consumers": []`, `{"Consumers": [{} {}]}`} {
 		if _, err := decodeImage(bytes.NewReader([]byte(bad))); err == nil {
 			t.Errorf("%s: decoded without error", bad)
+		}
+	}
+}
+
+// Arrays longer than one batch of the delimiter (delimitElements) decode
+// whole and in order, escapes included, and a damaged element after the
+// first batches is an error, not a hang.
+func TestDecodeImageAcrossBatches(t *testing.T) {
+	img := &state.Image{}
+	for i := range 3 * batchBytes / 100 {
+		img.Consumers = append(img.Consumers, &state.Consumer{UUID: fmt.Sprintf("c%07d \"]}\\", i), ProjectID: "p", UserID: "u",
+			Allocations: []state.Allocation{{ProviderUUID: "r", Class: "VCPU", Used: int64(i + 1)}}})
+	}
+	doc, err := json.Marshal(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want state.Image
+	if err := json.Unmarshal(doc, &want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeImage(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*got, want) {
+		t.Fatal("decoded image differs from encoding/json's")
+	}
+	for _, damage := range []string{`"Used":1000}`, `"UUID":`} {
+		at := bytes.LastIndex(doc, []byte(damage))
+		bad := append(append(append([]byte{}, doc[:at]...), "x"...), doc[at+1:]...)
+		if _, err := decodeImage(bytes.NewReader(bad)); err == nil {
+			t.Errorf("damage at byte %d of %d (%s): decoded without error", at, len(doc), damage)
 		}
 	}
 }

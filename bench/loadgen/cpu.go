@@ -14,7 +14,7 @@ const clockTick = 10 * time.Millisecond
 
 // treeCPU returns the CPU time (user + system) used so far by the
 // processes roots and all their descendants, read from /proc: the server
-// side of a run (uwsgi's workers, PostgreSQL's backends, placementd
+// side of a run (uwsgi's workers, the MariaDB server, placementd
 // nodes). ok is false where /proc cannot be read.
 func treeCPU(roots []int) (cpu time.Duration, ok bool) {
 	if len(roots) == 0 {

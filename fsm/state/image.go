@@ -188,27 +188,44 @@ func Load(img *Image) (*Store, error) {
 	consumers := newMapBuilder[string, *Consumer]()
 	provConsumers := indexBuilder{}
 	usage := map[UsageKey]*UsageTotals{}
+	// Each allocation's provider is looked up once (the last one is kept:
+	// a consumer's allocations are mostly on one provider) and its class
+	// name through a map of the few classes in use, not the class tree.
+	var last *Provider
+	classNames := map[string]string{}
 	for _, c := range img.Consumers {
 		if c == nil {
 			return nil, fmt.Errorf("state image: a consumer is null")
 		}
-		for _, a := range c.Allocations {
-			if providers.get(a.ProviderUUID) == nil {
-				return nil, fmt.Errorf("state image: consumer %s allocates from unknown provider %s", c.UUID, a.ProviderUUID)
-			}
-		}
 		if cap(c.Allocations) != len(c.Allocations) {
 			c.Allocations = append([]Allocation(nil), c.Allocations...)
 		}
-		s.internConsumerWith(c, providers.get)
+		c.ProjectID, c.UserID, c.Type = intern(c.ProjectID), intern(c.UserID), intern(c.Type)
+		for i := range c.Allocations {
+			a := &c.Allocations[i]
+			if last == nil || last.UUID != a.ProviderUUID {
+				if last = providers.get(a.ProviderUUID); last == nil {
+					return nil, fmt.Errorf("state image: consumer %s allocates from unknown provider %s", c.UUID, a.ProviderUUID)
+				}
+			}
+			a.ProviderUUID = last.UUID
+			name, ok := classNames[a.Class]
+			if !ok {
+				name = a.Class
+				if rc := s.Classes.Get(a.Class); rc != nil {
+					name = rc.Name
+				}
+				classNames[a.Class] = name
+			}
+			a.Class = name
+			addUsage(last.Usages, a.Class, a.Used)
+			if i == 0 || c.Allocations[i-1].ProviderUUID != last.UUID {
+				provConsumers.add(last.UUID, c.UUID)
+			}
+		}
 		consumers.set(c.UUID, c)
 		if len(c.Allocations) == 0 {
 			continue
-		}
-		for _, a := range c.Allocations {
-			p := providers.get(a.ProviderUUID)
-			addUsage(p.Usages, a.Class, a.Used)
-			provConsumers.add(a.ProviderUUID, c.UUID)
 		}
 		for _, key := range usageKeys(c) {
 			t := usage[key]

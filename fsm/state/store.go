@@ -491,14 +491,10 @@ func intern(s string) string {
 // providers' and classes' own strings. c.Allocations must be c's own (not
 // yet stored) slice.
 func (s *Store) internConsumer(c *Consumer) {
-	s.internConsumerWith(c, s.Providers.Get)
-}
-
-func (s *Store) internConsumerWith(c *Consumer, provider func(string) *Provider) {
 	c.ProjectID, c.UserID, c.Type = intern(c.ProjectID), intern(c.UserID), intern(c.Type)
 	for i := range c.Allocations {
 		a := &c.Allocations[i]
-		if p := provider(a.ProviderUUID); p != nil {
+		if p := s.Providers.Get(a.ProviderUUID); p != nil {
 			a.ProviderUUID = p.UUID
 		}
 		if rc := s.Classes.Get(a.Class); rc != nil {

@@ -3,6 +3,7 @@ package statecheck
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/snapshot"
@@ -27,7 +28,9 @@ func Consistent(s *state.Store) error {
 	owned.Consumers = make([]*state.Consumer, len(img.Consumers))
 	for i, c := range img.Consumers {
 		cp := *c
-		cp.Allocations = append([]state.Allocation(nil), c.Allocations...)
+		// slices.Clone keeps an empty list empty, not null: a decoded
+		// snapshot may hold a consumer with "Allocations":[].
+		cp.Allocations = slices.Clone(c.Allocations)
 		owned.Consumers[i] = &cp
 	}
 	fresh, err := state.Load(&owned)

@@ -145,9 +145,10 @@ func learnsLeader(ctx context.Context, p *testcluster.Proc, old string) <-chan t
 
 // A leader cut off by a partition never answers what it was forwarded:
 // the forwarding follower gives up on it once its own Raft gives up on
-// that leader, so a read is answered by the new leader and a write gets
-// its 503 (unknown outcome) within an election, before the new leader is
-// known, not when the client gives up.
+// that leader, so a write gets its 503 (unknown outcome) within an
+// election, before the new leader is known, not when the client gives up;
+// a read is answered once the new leader is known (from the follower's
+// own state after the new leader's read index: the next test).
 func TestForwardingGivesUpOnCutOffLeader(t *testing.T) {
 	lab, leader, followers, _ := cutLab(t)
 	via := followers[len(followers)-1]

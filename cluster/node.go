@@ -71,6 +71,12 @@ type Config struct {
 	// bytes of log entries were applied since the last one, whatever their
 	// number (default 256 MiB; negative: only raft's entry threshold).
 	SnapshotBytes int64
+	// SnapshotBurstBytes makes the node take a Raft snapshot when at least
+	// this many bytes of log entries were applied since the last one and
+	// the log then goes quiet (compactLog): the end of an import, so that
+	// a restart soon after restores the snapshot instead of replaying the
+	// import (default 16 MiB; negative: off).
+	SnapshotBurstBytes int64
 	// Timing is the Raft timing (timing.go); zero fields keep raft's
 	// defaults. Tune may still change it.
 	Timing Timing
@@ -146,6 +152,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	if cfg.SnapshotBytes == 0 {
 		cfg.SnapshotBytes = 256 << 20
+	}
+	if cfg.SnapshotBurstBytes == 0 {
+		cfg.SnapshotBurstBytes = 16 << 20
 	}
 	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
 		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
@@ -273,15 +282,41 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	return n, nil
 }
 
+// burstCheck is how often compactLog looks whether a burst of log entries
+// has gone quiet.
+const burstCheck = time.Second
+
 // compactLog takes a Raft snapshot when the FSM signals that the log has
-// grown by SnapshotBytes since the last one.
+// grown by SnapshotBytes since the last one, and when at least
+// SnapshotBurstBytes were applied since the last one and then less than a
+// sixteenth of that in one burstCheck: an import has ended (its chunks of
+// about a MiB come several a second), while a steady trickle of small
+// writes still counts as quiet. Each node decides from what it applied,
+// so followers compact too; the state does not depend on when.
 func (n *Node) compactLog() {
 	defer n.done.Done()
+	var tick <-chan time.Time
+	if burst := n.cfg.SnapshotBurstBytes; burst > 0 {
+		t := time.NewTicker(burstCheck)
+		defer t.Stop()
+		tick = t.C
+	}
+	var last int64 // sinceSnapshot at the previous tick
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-n.meta.compact:
+		case <-tick:
+			since := n.meta.sinceSnapshot.Load()
+			grew := since - last
+			if grew < 0 { // a snapshot was taken in between
+				grew = since
+			}
+			last = since
+			if since < n.cfg.SnapshotBurstBytes || grew >= n.cfg.SnapshotBurstBytes/16 {
+				continue
+			}
 		}
 		if err := n.Raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.cfg.Logger.Warn("snapshot after a large log growth failed", "error", err)

@@ -465,8 +465,9 @@ func (n *Node) awaitLeadership(ctx context.Context) error {
 // ReadBarrier returns once a read of the local state would see every write
 // acknowledged before it was called: leadership is confirmed by a quorum's
 // fresh acknowledgements (confirmLeadership) after noting the commit index
-// (readIndex), and the state includes that index. It counts as a
-// confirmation of this node's state (readindex.go).
+// (readIndex), and the state includes that index (a sole voter's own read:
+// the index it has exposed to other servers, see readIndex). It counts as
+// a confirmation of this node's state (readindex.go).
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	asked := sinceBoot()
 	if err := n.awaitLeadership(ctx); err != nil {

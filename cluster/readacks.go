@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,12 @@ import (
 // term it was sent in.
 type ackTracker struct {
 	seq atomic.Uint64 // last sequence number given to an AppendEntries
+	// exposed is the highest index this node has told another server is
+	// committed (an AppendEntries' commit index, an installed snapshot's
+	// index), noted before the request leaves: no other server's state
+	// machine can have applied an entry of this node's terms above it
+	// (see Node.readIndex).
+	exposed atomic.Uint64
 
 	mu    sync.Mutex
 	acks  map[raft.ServerID]peerAck
@@ -123,21 +130,59 @@ func (a *ackTracker) quorum(self raft.ServerID, voters []raft.ServerID, term, fr
 	return votes > len(voters)/2, a.wake, nil
 }
 
+// expose notes that another server is about to learn that index is
+// committed.
+func (a *ackTracker) expose(index uint64) {
+	for {
+		cur := a.exposed.Load()
+		if index <= cur || a.exposed.CompareAndSwap(cur, index) {
+			return
+		}
+	}
+}
+
 // ackTransport is a raft.Transport that reports AppendEntries replies to an
 // ackTracker. Pipelined appends are not tracked (their replies are not tied
-// to a round here); a round always gets fresh heartbeats.
+// to a round here); a round always gets fresh heartbeats. Every request
+// that tells a peer what is committed (appends, pipelined or not, and
+// snapshots) is noted as exposed first.
 type ackTransport struct {
 	raft.Transport
 	acks *ackTracker
 }
 
 func (t *ackTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	t.acks.expose(args.LeaderCommitIndex)
 	seq := t.acks.seq.Add(1)
 	err := t.Transport.AppendEntries(id, target, args, resp)
 	if err == nil {
 		t.acks.record(id, seq, args, resp)
 	}
 	return err
+}
+
+func (t *ackTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.Transport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	return exposingPipeline{p, t.acks}, nil
+}
+
+func (t *ackTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	t.acks.expose(args.LastLogIndex)
+	return t.Transport.InstallSnapshot(id, target, args, resp, data)
+}
+
+// exposingPipeline notes the commit index of each pipelined append.
+type exposingPipeline struct {
+	raft.AppendPipeline
+	acks *ackTracker
+}
+
+func (p exposingPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	p.acks.expose(args.LeaderCommitIndex)
+	return p.AppendPipeline.AppendEntries(args, resp)
 }
 
 // Close closes the wrapped transport if it can be closed (raft.WithClose).

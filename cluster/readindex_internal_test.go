@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,4 +172,128 @@ func TestPairIsQuorum(t *testing.T) {
 			t.Errorf("%d servers, %s and %s: %v, want %v", len(tc.conf.Servers), tc.a, tc.b, got, tc.want)
 		}
 	}
+}
+
+// A sole voter's own reads do not wait for entries committed but not yet
+// applied: they read the newest published state, which holds every write
+// acknowledged before (a write is acknowledged once applied), and no
+// other server was told of a commit the state lacks.
+func TestSoleVoterReadsDoNotWaitForUnappliedEntries(t *testing.T) {
+	f := fsm.New()
+	var hold atomic.Pointer[chan struct{}] // when set, the next command waits on it once applied
+	held := make(chan struct{})
+	f.OnApply = func(string, error) {
+		if ch := hold.Swap(nil); ch != nil {
+			close(held)
+			<-*ch
+		}
+	}
+	n, err := Open(Config{NodeID: "n1", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Apply(ctx, &state.CreateResourceClass{Name: "CUSTOM_ACKED"}); err != nil {
+		t.Fatal(err)
+	}
+	// The term's barrier (which the state machine must apply) goes
+	// through before the state machine is held.
+	if err := n.ReadBarrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The next command is applied and published, then holds the state
+	// machine: it is not acknowledged, and a barrier behind it is
+	// committed but not applied.
+	release := make(chan struct{})
+	hold.Store(&release)
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := n.Apply(ctx, &state.CreateResourceClass{Name: "CUSTOM_HELD"})
+		wrote <- err
+	}()
+	<-held
+	barrier := n.Raft.Barrier(10 * time.Second)
+	waitUntil(t, func() bool { return n.Raft.CommitIndex() > n.stateIndex() })
+
+	rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer rcancel()
+	var acked bool
+	err = n.Read(rctx, func(st *state.Store) { acked = st.Classes.Get("CUSTOM_ACKED") != nil })
+	close(release)
+	if err != nil {
+		t.Fatalf("read while an entry waits to be applied: %v", err)
+	}
+	if !acked {
+		t.Fatal("the read misses an acknowledged write")
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if err := barrier.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if r := n.verify.started.Load(); r != 0 {
+		t.Fatalf("%d leadership rounds for the reads of a single voter", r)
+	}
+}
+
+// Every request that tells a peer what is committed is noted as exposed
+// before it leaves (a sole voter's reads wait for the state to reach it).
+func TestTransportNotesExposedIndexBeforeSending(t *testing.T) {
+	acks := newAckTracker()
+	fake := &exposureProbe{acks: acks}
+	trans := trackAcks(fake, acks)
+	var resp raft.AppendEntriesResponse
+	trans.AppendEntries("p", "p", &raft.AppendEntriesRequest{LeaderCommitIndex: 5}, &resp)
+	pipe, err := trans.AppendEntriesPipeline("p", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe.AppendEntries(&raft.AppendEntriesRequest{LeaderCommitIndex: 9}, &resp)
+	pipe.AppendEntries(&raft.AppendEntriesRequest{LeaderCommitIndex: 7}, &resp) // not below what was exposed
+	trans.InstallSnapshot("p", "p", &raft.InstallSnapshotRequest{LastLogIndex: 12}, &raft.InstallSnapshotResponse{}, nil)
+	trans.AppendEntries("p", "p", &raft.AppendEntriesRequest{}, &resp) // a heartbeat exposes nothing
+	want := []uint64{5, 9, 9, 12, 12}
+	if !slices.Equal(fake.seen, want) {
+		t.Fatalf("exposed as each request left: %v, want %v", fake.seen, want)
+	}
+}
+
+// exposureProbe is a transport that records the exposed index as each
+// request reaches it.
+type exposureProbe struct {
+	raft.Transport
+	acks *ackTracker
+	seen []uint64
+}
+
+func (p *exposureProbe) note() { p.seen = append(p.seen, p.acks.exposed.Load()) }
+
+func (p *exposureProbe) AppendEntries(raft.ServerID, raft.ServerAddress, *raft.AppendEntriesRequest, *raft.AppendEntriesResponse) error {
+	p.note()
+	return nil
+}
+
+func (p *exposureProbe) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return probePipeline{p: p}, nil
+}
+
+func (p *exposureProbe) InstallSnapshot(raft.ServerID, raft.ServerAddress, *raft.InstallSnapshotRequest, *raft.InstallSnapshotResponse, io.Reader) error {
+	p.note()
+	return nil
+}
+
+type probePipeline struct {
+	raft.AppendPipeline
+	p *exposureProbe
+}
+
+func (q probePipeline) AppendEntries(*raft.AppendEntriesRequest, *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	q.p.note()
+	return nil, nil
 }

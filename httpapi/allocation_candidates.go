@@ -336,7 +336,9 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	setLastModified(w, r, zeroTime)
 	buf := responseBuffers.Get().(*[]byte)
 	body := candidatesJSON((*buf)[:0], versionOf(r), req, res)
-	// The answer is rendered: what remains is writing it.
+	// The answer is rendered: what remains is writing it. The search's
+	// memory goes back for the next ones.
+	res.Release()
 	release()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

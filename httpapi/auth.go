@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sort"
@@ -14,11 +13,13 @@ import (
 // policy engine's view of a request).
 type Credentials = policy.Credentials
 
-type credsKey struct{}
-
+// credentialsOf is the caller's credentials, as authentication set them in
+// the request's info.
 func credentialsOf(r *http.Request) Credentials {
-	c, _ := r.Context().Value(credsKey{}).(Credentials)
-	return c
+	if i, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+		return i.creds
+	}
+	return Credentials{}
 }
 
 // envHeader is a request header as the WSGI environ holds it: every header
@@ -27,7 +28,7 @@ func credentialsOf(r *http.Request) Credentials {
 func envHeader(h http.Header, key string) (string, bool) {
 	var names []string
 	for name := range h {
-		if envKey(name) == key {
+		if isEnvKey(name, key) {
 			names = append(names, name)
 		}
 	}
@@ -72,13 +73,8 @@ func envKey(name string) string {
 	b := make([]byte, 0, len("HTTP_")+len(name))
 	b = append(b, "HTTP_"...)
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '-':
-			c = '_'
-		case 'a' <= c && c <= 'z':
-			c -= 'a' - 'A'
-		case c >= 0x80:
+		c, ok := envByte(name[i])
+		if !ok {
 			// Non-ASCII: Unicode upper-casing, as before.
 			return "HTTP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		}
@@ -87,11 +83,52 @@ func envKey(name string) string {
 	return string(b)
 }
 
+// envByte is what byte c of a header name becomes in its environ key;
+// false for a non-ASCII byte (the name is then upper-cased as Unicode).
+func envByte(c byte) (byte, bool) {
+	switch {
+	case c == '-':
+		return '_', true
+	case 'a' <= c && c <= 'z':
+		return c - ('a' - 'A'), true
+	}
+	return c, c < 0x80
+}
+
+// isEnvKey reports whether envKey(name) == key without building the key
+// (the auth middleware looks several keys up among every header of each
+// request).
+func isEnvKey(name, key string) bool {
+	const prefix = "HTTP_"
+	if len(key) != len(prefix)+len(name) || key[:min(len(key), len(prefix))] != prefix {
+		return !isASCII(name) && envKey(name) == key
+	}
+	for i := 0; i < len(name); i++ {
+		c, ok := envByte(name[i])
+		if !ok {
+			return envKey(name) == key
+		}
+		if c != key[len(prefix)+i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // setEnvHeader replaces every header that maps to key with one value, as
 // webob's req.headers[key] = value does.
 func setEnvHeader(h http.Header, key, value string) {
 	for name := range h {
-		if envKey(name) == key {
+		if isEnvKey(name, key) {
 			delete(h, name)
 		}
 	}
@@ -129,7 +166,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			setEnvHeader(r.Header, "HTTP_X_ROLES", strings.Join(roles, ","))
 		}
 		c := contextFromHeaders(r.Header)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credsKey{}, c)))
+		infoOf(r).creds = c
+		next.ServeHTTP(w, r)
 	})
 }
 

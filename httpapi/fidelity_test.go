@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -516,5 +517,47 @@ func TestUnusableBodyValues(t *testing.T) {
 	detail, _ := r.firstError(t)["detail"].(string)
 	if r.status != 400 || !strings.Contains(detail, "JSON does not validate: the string at 'extra' should be an object") {
 		t.Errorf("%d %s", r.status, r.body)
+	}
+}
+
+// appendPyString copies runs of plain bytes whole: it writes what
+// escaping byte by byte (the reference below) writes, on strings mixing
+// plain runs with every kind of escape.
+func TestAppendPyStringRuns(t *testing.T) {
+	ref := func(s string) string {
+		var b []byte
+		for _, r := range s {
+			switch {
+			case r == '"' || r == '\\':
+				b = append(b, '\\', byte(r))
+			case r == '\n':
+				b = append(b, `\n`...)
+			case r == '\r':
+				b = append(b, `\r`...)
+			case r == '\t':
+				b = append(b, `\t`...)
+			case r == '\b':
+				b = append(b, `\b`...)
+			case r == '\f':
+				b = append(b, `\f`...)
+			case r < 0x20 || r >= 0x7f:
+				b = appendUnicodeEscape(b, r)
+			default:
+				b = append(b, byte(r))
+			}
+		}
+		return `"` + string(b) + `"`
+	}
+	pieces := []string{"", "abc", "c0000000-0000-4000-8000-000000000001", `"`, `\`, "\n", "\r\t\b\f", "\x00", "\x1f", "\x7f",
+		"é", "réseau", "€", "😀", "CUSTOM_X", " ~"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 2000; i++ {
+		var s strings.Builder
+		for n := r.IntN(6); n > 0; n-- {
+			s.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		if got, want := string(appendPyString([]byte("x"), s.String())), "x"+ref(s.String()); got != want {
+			t.Fatalf("%q: %s, want %s", s.String(), got, want)
+		}
 	}
 }

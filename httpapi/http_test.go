@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -378,6 +379,7 @@ func TestCredentialsFromHeaders(t *testing.T) {
 			Credentials{UserID: "svc", ProjectID: "svc", IsAdminProject: true, ServiceRoles: []string{"service"}, ServiceUserID: "nova"}},
 	} {
 		req := httptest.NewRequest("GET", "/resource_providers", nil)
+		req = req.WithContext(context.WithValue(req.Context(), infoKey{}, &reqInfo{})) // as requestLog gives it
 		for k, v := range c.hdr {
 			req.Header.Set(k, v)
 		}

@@ -527,7 +527,8 @@ func (s *Server) keystoneAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		removeAuthHeaders(r.Header)
 		if r.URL.Path == "/" || r.URL.Path == "" {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credsKey{}, contextFromHeaders(r.Header))))
+			infoOf(r).creds = contextFromHeaders(r.Header)
+			next.ServeHTTP(w, r)
 			return
 		}
 		var user, service *keystoneToken
@@ -565,7 +566,8 @@ func (s *Server) keystoneAuth(next http.Handler) http.Handler {
 			setTokenHeaders(r.Header, service, "-Service")
 		}
 		c := contextFromHeaders(r.Header)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credsKey{}, c)))
+		infoOf(r).creds = c
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -418,3 +418,21 @@ func TestKeystoneIntegration(t *testing.T) {
 		}
 	})
 }
+
+// isEnvKey answers as comparing envKey's result, without building it.
+func TestIsEnvKeyAgreesWithEnvKey(t *testing.T) {
+	names := []string{"X-Auth-Token", "X-AUTH-TOKEN", "x_auth-token", "X-Auth-Tokens", "X-Roles", "Accept",
+		"", "-", "X-Ümlaut", "x-ümlaut", "X-ß", "HTTP_X", "X-Auth-Tokeñ"}
+	keys := []string{"HTTP_X_AUTH_TOKEN", "HTTP_X_ROLES", "HTTP_ACCEPT", "HTTP_", "HTTP__", "HTTP_X-AUTH-TOKEN",
+		"X_AUTH_TOKEN_X", "HTTP_X_ÜMLAUT", "HTTP_X_SS", "HTTP_HTTP_X", ""}
+	for _, n := range names {
+		keys = append(keys, envKey(n))
+	}
+	for _, n := range names {
+		for _, k := range keys {
+			if got, want := isEnvKey(n, k), envKey(n) == k; got != want {
+				t.Errorf("isEnvKey(%q, %q) = %v, envKey gives %q", n, k, got, envKey(n))
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -28,12 +27,10 @@ func (v Version) Less(o Version) bool {
 	return v.Major < o.Major || (v.Major == o.Major && v.Minor < o.Minor)
 }
 
-type versionKey struct{}
-
-// versionOf is the microversion negotiated for r.
+// versionOf is the microversion negotiated for r (kept in its info).
 func versionOf(r *http.Request) Version {
-	if v, ok := r.Context().Value(versionKey{}).(Version); ok {
-		return v
+	if i, ok := r.Context().Value(infoKey{}).(*reqInfo); ok && i.version != nil {
+		return *i.version
 	}
 	return MinVersion
 }
@@ -116,7 +113,7 @@ func negotiateVersion(next http.Handler) http.Handler {
 		// Responses raised rather than returned by upstream's handlers lose
 		// this again (writeRaisedError).
 		h.Add("Vary", versionHeader)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), versionKey{}, v)))
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -84,8 +84,16 @@ func appendUnicodeEscape(b []byte, r rune) []byte {
 // appendPyString appends s as a json.dumps string.
 func appendPyString(b []byte, s string) []byte {
 	b = append(b, '"')
+	// Runs of bytes that need no escape (uuids, class and trait names:
+	// nearly everything an answer holds) are copied whole.
+	plain := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		b = append(b, s[plain:i]...)
 		switch {
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
@@ -101,16 +109,17 @@ func appendPyString(b []byte, s string) []byte {
 			b = append(b, '\\', 'f')
 		case c < 0x20 || c == 0x7f:
 			b = appendUnicodeEscape(b, rune(c))
-		case c > 0x7f:
+		default: // c > 0x7f
 			r, size := utf8.DecodeRuneInString(s[i:])
 			b = appendUnicodeEscape(b, r)
 			i += size
+			plain = i
 			continue
-		default:
-			b = append(b, c)
 		}
 		i++
+		plain = i
 	}
+	b = append(b, s[plain:]...)
 	return append(b, '"')
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -25,7 +26,7 @@ func TestNormalizeRequiredTraits(t *testing.T) {
 		{"required=%20A%20,!B", 22, [][]string{{"A"}}, []string{"B"}},
 	} {
 		r := httptest.NewRequest("GET", "/resource_providers?"+tc.query, nil)
-		r = r.WithContext(context.WithValue(r.Context(), versionKey{}, Version{1, tc.minor}))
+		r = atVersion(r, tc.minor)
 		req, forb, detail := normalizeRequiredTraits(r, "")
 		if detail != "" || !reflect.DeepEqual(req, tc.required) || !reflect.DeepEqual(forb, tc.forbidden) {
 			t.Errorf("%s @1.%d: got %v %v %q", tc.query, tc.minor, req, forb, detail)
@@ -35,13 +36,13 @@ func TestNormalizeRequiredTraits(t *testing.T) {
 
 func TestNormalizeMemberOf(t *testing.T) {
 	r := httptest.NewRequest("GET", "/x?member_of=in:"+rpAgg1+","+rpAgg2+","+rpAgg1+"&member_of=!"+rpAgg2+"&member_of=!in:"+rpAgg1+","+rpAgg2, nil)
-	r = r.WithContext(context.WithValue(r.Context(), versionKey{}, Version{1, 32}))
+	r = atVersion(r, 32)
 	req, forb, detail := normalizeMemberOf(r, "")
 	if detail != "" || !reflect.DeepEqual(req, [][]string{{rpAgg1, rpAgg2}}) || !reflect.DeepEqual(forb, []string{rpAgg2, rpAgg1}) {
 		t.Errorf("got %v %v %q", req, forb, detail)
 	}
 	r = httptest.NewRequest("GET", "/x?member_of1=a&member_of1=b", nil)
-	r = r.WithContext(context.WithValue(r.Context(), versionKey{}, Version{1, 23}))
+	r = atVersion(r, 23)
 	if _, _, detail := normalizeMemberOf(r, "1"); detail != "Multiple member_of1 parameters are not supported" {
 		t.Errorf("suffix detail %q", detail)
 	}
@@ -80,8 +81,7 @@ func TestManyMemberOf(t *testing.T) {
 	}
 	q.WriteString("&resources1=VCPU:1&group_policy=none")
 	r := httptest.NewRequest("GET", "/allocation_candidates?"+q.String(), nil)
-	info := &reqInfo{}
-	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), versionKey{}, Version{1, 39}), infoKey{}, info))
+	r = atVersion(r, 39)
 	req, perr := parseCandidateRequest(r)
 	if perr != nil {
 		t.Fatal(perr.detail)
@@ -93,8 +93,14 @@ func TestManyMemberOf(t *testing.T) {
 		t.Errorf("last member_of %s", got)
 	}
 	bad := httptest.NewRequest("GET", "/allocation_candidates?"+q.String()+"&member_of=nope", nil)
-	bad = bad.WithContext(context.WithValue(bad.Context(), versionKey{}, Version{1, 39}))
+	bad = atVersion(bad, 39)
 	if _, perr := parseCandidateRequest(bad); perr == nil || !strings.Contains(perr.detail, "Got: nope") {
 		t.Errorf("bad value: %v", perr)
 	}
+}
+
+// atVersion gives r the info the middleware gives a request negotiated at
+// microversion 1.minor.
+func atVersion(r *http.Request, minor int) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), infoKey{}, &reqInfo{version: &Version{1, minor}}))
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -245,15 +244,12 @@ func methodNames(lines []endpoint) []string {
 	return names
 }
 
-type endpointKey struct{}
-
-// endpointOf is the table line serving the request.
+// endpointOf is the table line serving the request (kept in its info).
 func endpointOf(r *http.Request) *endpoint {
-	e, _ := r.Context().Value(endpointKey{}).(*endpoint)
-	if e == nil {
-		return &endpoint{}
+	if i, ok := r.Context().Value(infoKey{}).(*reqInfo); ok && i.endpoint != nil {
+		return i.endpoint
 	}
-	return e
+	return &endpoint{}
 }
 
 // decodeRouteBody is decodeBody with the body schema the table gives for
@@ -318,7 +314,8 @@ func (s *Server) methodDispatch(lines []endpoint) http.Handler {
 				return
 			}
 		}
-		e.handler(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, e)))
+		infoOf(r).endpoint = e
+		e.handler(w, r)
 	})
 }
 

@@ -185,9 +185,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // inner layers fill in (like upstream's WSGI environ), so that an error
 // written anywhere carries the request id and knows the microversion.
 type reqInfo struct {
-	id       string   // local request id, req-<uuid>
-	globalID string   // a valid inbound X-Openstack-Request-Id
-	version  *Version // nil until the microversion is negotiated
+	id       string      // local request id, req-<uuid>
+	globalID string      // a valid inbound X-Openstack-Request-Id
+	version  *Version    // nil until the microversion is negotiated
+	endpoint *endpoint   // the route table's line serving the request, once chosen
+	creds    Credentials // the caller's, once authenticated
 	// route is the matched route's path template; user and project are
 	// the caller's (for the request log and metrics).
 	route, user, project string

@@ -20,6 +20,7 @@ import (
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/cluster/metrics"
+	"github.com/placementd/placementd/cmd/placementd/gcfloor"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/httpapi/httpguard"
@@ -37,7 +38,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	cf := &c.cluster
 	gcCtx, stopGC := context.WithCancel(context.Background())
 	defer stopGC()
-	go gcFloor(gcCtx, uint64(c.gcHeapFloorMB)<<20, log)
+	go gcfloor.Run(gcCtx, uint64(c.gcHeapFloorMB)<<20, log)
 	joins := splitList(cf.join)
 	if len(joins) > 0 && cf.secret == "" {
 		return errors.New("--join needs --cluster-secret (the secret the cluster was started with)")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cmd/placementd/gcfloor"
 	"github.com/placementd/placementd/httpapi"
 )
 
@@ -136,7 +137,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.BoolVar(&c.noauth2InsecureRemote, noauth2InsecureRemoteFlag, false, "let --auth-strategy noauth2 (anyone can act as admin) serve a non-loopback --http-addr: test clusters on a trusted network only")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", 256, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised; past twice the floor, by half the live heap: GOGC 50); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
+	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", gcfloor.DefaultFloorMB, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised; past twice the floor, by half the live heap: GOGC 50); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "also serve /metrics, without the cluster secret, on this address (keep it loopback or private); on --http-addr /metrics needs the cluster secret")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve Go's runtime profiles (net/http/pprof, /debug/pprof/) on this loopback address, for profiling; off when empty")
 	fs.BoolVar(&c.candidates.randomize, "randomize-allocation-candidates", false, "return a random sample of the allocation candidates instead of the first ones in a fixed order, as upstream's [placement] randomize_allocation_candidates")

@@ -126,6 +126,19 @@ type Result struct {
 	// Steps is the work the search did: anchors, options and combinations
 	// looked at (for tests and the log, not part of the answer).
 	Steps int64
+
+	mem *answerMem // what Candidates and Summaries are cut from
+}
+
+// Release hands the memory of the answer back to the next searches: the
+// result (its candidates and summaries) must not be used after. Callers
+// that do not call it leave the memory to the garbage collector.
+func (r *Result) Release() {
+	if r.mem != nil {
+		r.Candidates, r.Summaries = nil, nil
+		r.mem.release()
+		r.mem = nil
+	}
 }
 
 // LimitError says that a search stopped because its answer would have
@@ -165,15 +178,19 @@ func Search(ctx context.Context, st *state.Store, req *Request, opt Options) (*R
 		err = s.err
 	}
 	if err != nil {
+		s.mem.release()
 		return nil, err
 	}
 	if empty {
+		s.mem.release()
 		return &Result{Steps: s.steps}, nil
 	}
 	res := s.run()
 	if s.err != nil {
+		s.mem.release()
 		return nil, s.err
 	}
 	res.Steps = s.steps
+	res.mem = s.mem
 	return res, nil
 }

@@ -5,6 +5,11 @@
 //
 // It is plain Go over a *state.Store, one immutable version of the state,
 // which it only reads (it holds no lock); everything it returns is a copy.
+// The searches of one version share what they derive from it alone (the
+// sharing providers by aggregate), so a version must not change once it
+// has been searched, as published versions never do. An answer's memory
+// is kept for later searches once the caller releases it
+// (Result.Release).
 //
 // Upstream builds, for every request group, the set of (provider, anchor
 // root) pairs that could serve it, then takes the product of those sets per

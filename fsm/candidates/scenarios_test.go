@@ -234,3 +234,30 @@ func TestUnknownNames(t *testing.T) {
 		}
 	}
 }
+
+// Searches of one version share its sharing providers; a later version
+// (here: the sharing provider joins a second aggregate) has its own.
+func TestSharingFollowsTheVersion(t *testing.T) {
+	b := newBuilder(t)
+	for i, cn := range []string{"cn1", "cn2"} {
+		b.provider(cn, "")
+		b.inv(cn, "VCPU", 4)
+		b.aggs(cn, fmt.Sprint("agg", i+1))
+	}
+	b.provider("ss", "")
+	b.inv("ss", "DISK_GB", 100)
+	b.aggs("ss", "agg1")
+	b.traits("ss", state.SharingTrait)
+	req := &candidates.Request{Groups: []candidates.Group{{Resources: res("VCPU", 1, "DISK_GB", 10)}}, NestedAware: true}
+	want := []string{`cn1(VCPU:1) ss(DISK_GB:10) | ""=cn1+ss`}
+	for range 2 {
+		if got := renderAll(search(t, b.st, req, candidates.Options{}).Candidates, b.names()); !reflect.DeepEqual(got, want) {
+			t.Fatalf("candidates %v, want %v", got, want)
+		}
+	}
+	b.aggs("ss", "agg2")
+	want = append(want, `cn2(VCPU:1) ss(DISK_GB:10) | ""=cn2+ss`)
+	if got := renderAll(search(t, b.st, req, candidates.Options{}).Candidates, b.names()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the sharing provider joined agg2: candidates %v, want %v", got, want)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"weak"
 
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -59,6 +61,8 @@ type search struct {
 	// known (a limit or the cap), so that the first slab is no larger.
 	slab             []*state.Provider
 	slabRows, expect int
+	// mem is where the answer is built (answermem.go).
+	mem *answerMem
 
 	// ctx ends the search when the request is cancelled or times out.
 	ctx context.Context
@@ -128,6 +132,7 @@ func newSearch(ctx context.Context, st *state.Store, req *Request, opt Options) 
 		hasTrees:   hasProviderTrees(st),
 		rootFilter: len(req.RootRequired) > 0 || len(req.RootForbidden) > 0,
 		groupEmpty: map[int]bool{},
+		mem:        newAnswerMem(),
 	}
 	bySuffix := map[string]int{}
 	for i := range req.Groups {
@@ -163,19 +168,42 @@ func newSearch(ctx context.Context, st *state.Store, req *Request, opt Options) 
 			s.groups[last].subtreeChecks = append(s.groups[last].subtreeChecks, idxs)
 		}
 	}
+	sh := sharingOf(st)
+	s.sharingAll, s.sharingByAgg = sh.all, sh.byAgg
+	return s
+}
+
+// sharing lists the providers with the sharing trait of one version of
+// the state, and them per aggregate (in ID order). The searches of one
+// version share it (read only): the state changes at every write, but
+// several searches usually read each version.
+type sharing struct {
+	version weak.Pointer[state.Store] // does not keep the version alive
+	all     []*state.Provider
+	byAgg   map[string][]*state.Provider
+}
+
+var lastSharing atomic.Pointer[sharing]
+
+func sharingOf(st *state.Store) *sharing {
+	if sh := lastSharing.Load(); sh != nil && sh.version.Value() == st {
+		return sh
+	}
+	sh := &sharing{version: weak.Make(st)}
 	for p := range providersWithTrait(st, state.SharingTrait) {
-		s.sharingAll = append(s.sharingAll, p)
-		if s.sharingByAgg == nil {
-			s.sharingByAgg = map[string][]*state.Provider{}
+		sh.all = append(sh.all, p)
+		if sh.byAgg == nil {
+			sh.byAgg = map[string][]*state.Provider{}
 		}
 		for a := range aggregatesOf(p) {
-			s.sharingByAgg[a] = append(s.sharingByAgg[a], p)
+			sh.byAgg[a] = append(sh.byAgg[a], p)
 		}
 	}
-	for _, list := range s.sharingByAgg {
+	for _, list := range sh.byAgg {
 		sortByID(list)
 	}
-	return s
+	lastSharing.Store(sh)
+	return sh
 }
 
 func classID(st *state.Store, name string) int {
@@ -968,7 +996,7 @@ func (it *anchorIter) snapshot() []*state.Provider {
 			rows = left
 		}
 		s.slabRows += rows
-		s.slab = make([]*state.Provider, n*rows)
+		s.slab = s.mem.combos.take(n * rows)
 	}
 	out := s.slab[:n:n]
 	s.slab = s.slab[n:]
@@ -1041,10 +1069,11 @@ func (s *search) run() *Result {
 	gen := s.combinations(lay, s.anchorSource(s.groups, want))
 
 	s.expect = want
-	var all [][]*state.Provider
-	if want > 0 {
+	all := s.mem.all[:0]
+	if want > 0 && cap(all) < min(want, 1024) {
 		all = make([][]*state.Provider, 0, min(want, 1024))
 	}
+	defer func() { s.mem.all = all }()
 	generated := 0
 	var seen map[string]bool
 	width := int64(len(lay.levels))
@@ -1103,8 +1132,8 @@ func (s *search) run() *Result {
 // result turns the chosen combinations into the answer (see summaries for
 // the other arguments).
 func (s *search) result(lay *layout, chosen, all [][]*state.Provider, limited, excludeNested bool) *Result {
-	res := &Result{Candidates: make([]Candidate, len(chosen))}
-	b := newAnswerBuilder(lay, len(chosen))
+	res := &Result{Candidates: s.mem.candidates.take(len(chosen))}
+	b := newAnswerBuilder(lay, len(chosen), s.mem)
 	for i, c := range chosen {
 		res.Candidates[i] = b.candidate(lay, c)
 	}
@@ -1127,18 +1156,18 @@ type answerBuilder struct {
 	us    []string
 }
 
-// newAnswerBuilder sizes the slabs for n candidates of lay: a candidate
-// uses at most a provider and a provider uuid per level, and an amount per
-// class of a level.
-func newAnswerBuilder(lay *layout, n int) *answerBuilder {
+// newAnswerBuilder cuts from mem the slabs for n candidates of lay: a
+// candidate uses at most a provider and a provider uuid per level, and an
+// amount per class of a level.
+func newAnswerBuilder(lay *layout, n int, mem *answerMem) *answerBuilder {
 	amounts := 0
 	for _, lv := range lay.levels {
 		amounts += len(lv.contrib)
 	}
 	levels := len(lay.levels)
 	return &answerBuilder{
-		allocs: make([]Allocation, n*levels), amounts: make([]state.ResourceAmount, n*amounts),
-		mappings: make([]Mapping, n*len(lay.groups)), uuids: make([]string, n*levels),
+		allocs: mem.allocs.take(n * levels), amounts: mem.amounts.take(n * amounts),
+		mappings: mem.mappings.take(n * len(lay.groups)), uuids: mem.uuids.take(n * levels),
 	}
 }
 
@@ -1255,8 +1284,9 @@ func containsString(list []string, s string) bool {
 // generated, not only the chosen) allocates from, then, when limiting,
 // those whose root is a root of a chosen candidate.
 func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited, excludeNested bool) []Summary {
-	roots := make(map[string]bool, len(chosen))
-	var rootList []*state.Provider
+	roots := s.mem.roots
+	rootList := s.mem.rootList[:0]
+	defer func() { s.mem.rootList = rootList }()
 	for _, c := range chosen {
 		for i, p := range c {
 			if lay.levels[i].resourceful() && !roots[p.RootUUID] {
@@ -1265,7 +1295,8 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 			}
 		}
 	}
-	var provs []*state.Provider
+	provs := s.mem.provs[:0]
+	defer func() { s.mem.provs = provs }()
 	if excludeNested {
 		seen := map[*state.Provider]bool{}
 		for _, c := range all {
@@ -1289,22 +1320,23 @@ func (s *search) summaries(lay *layout, chosen, all [][]*state.Provider, limited
 	slices.SortFunc(provs, func(p, q *state.Provider) int {
 		return cmp.Or(cmp.Compare(s.rootOf(p).ID, s.rootOf(q).ID), cmp.Compare(p.ID, q.ID))
 	})
-	out := make([]Summary, len(provs))
-	inventories := 0
+	out := s.mem.summaries.take(len(provs))
+	inventories, traitTotal := 0, 0
 	for _, p := range provs {
 		inventories += inventoryCount(p)
+		traitTotal += traitCount(p)
 	}
-	resources := make([]SummaryResource, inventories)
-	var classes []string
-	classIDs := map[string]int{}
+	resources, traits := s.mem.resources.take(inventories), s.mem.traits.take(traitTotal)
+	classes := s.mem.classes
 	for i, p := range provs {
-		classes = appendInventoryClassesByID(s.st, classIDs, classes[:0], p) // upstream's usage query gives them so
+		classes = appendInventoryClassesByID(s.st, s.mem.classIDs, classes[:0], p) // upstream's usage query gives them so
 		rs := cut(&resources, len(classes))
 		for j, class := range classes {
 			rs[j] = SummaryResource{Class: class, Capacity: inventoryOf(p, class).Capacity(), Used: usageOf(p, class)}
 		}
-		out[i] = Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: traitsInIDOrder(s.st, p),
-			Resources: rs}
+		ts := appendTraitsInIDOrder(s.st, cut(&traits, traitCount(p))[:0], p)
+		out[i] = Summary{UUID: p.UUID, ParentUUID: p.ParentUUID, RootUUID: p.RootUUID, Traits: ts, Resources: rs}
 	}
+	s.mem.classes = classes
 	return out
 }

@@ -110,8 +110,10 @@ func indexMembers(st *state.Store, set state.Set) iter.Seq[*state.Provider] {
 	}
 }
 
-// traitsInIDOrder lists p's traits in upstream's (trait id) order.
-func traitsInIDOrder(st *state.Store, p *state.Provider) []string { return st.TraitsInIDOrder(p) }
+// appendTraitsInIDOrder appends p's traits in upstream's (trait id) order.
+func appendTraitsInIDOrder(st *state.Store, out []string, p *state.Provider) []string {
+	return st.AppendTraitsInIDOrder(out, p)
+}
 
 // What a provider holds.
 
@@ -155,6 +157,8 @@ func appendInventoryClassesByID(st *state.Store, ids map[string]int, buf []strin
 }
 
 func inventoryCount(p *state.Provider) int { return len(p.Inventories) }
+
+func traitCount(p *state.Provider) int { return len(p.Traits) }
 
 // hasAllTraits reports whether p has a trait of every OR-group; hasAnyTrait
 // whether it has one of traits. The aggregate forms are the same over p's

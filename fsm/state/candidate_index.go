@@ -89,17 +89,17 @@ var standardTraitRank = func() map[string]int {
 	return m
 }()
 
-// TraitsInIDOrder lists a provider's traits in the order upstream's
-// database returns them (by trait id): standard traits first, then custom
-// traits in creation order.
-func (s *Store) TraitsInIDOrder(p *Provider) []string {
-	out := make([]string, 0, len(p.Traits))
+// AppendTraitsInIDOrder appends a provider's traits to out in the order
+// upstream's database returns them (by trait id): standard traits first,
+// then custom traits in creation order.
+func (s *Store) AppendTraitsInIDOrder(out []string, p *Provider) []string {
+	start := len(out)
 	for t := range p.Traits {
 		out = append(out, t)
 	}
 	// Providers have few traits: insertion sort keeps this allocation-free.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && s.traitIDLess(out[j], out[j-1]); j-- {
+	for i := start + 1; i < len(out); i++ {
+		for j := i; j > start && s.traitIDLess(out[j], out[j-1]); j-- {
 			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}
@@ -107,7 +107,7 @@ func (s *Store) TraitsInIDOrder(p *Provider) []string {
 }
 
 // SortTraitsInIDOrder puts traits in upstream's trait id order (see
-// TraitsInIDOrder).
+// AppendTraitsInIDOrder).
 func (s *Store) SortTraitsInIDOrder(ts []Trait) {
 	sort.SliceStable(ts, func(i, j int) bool { return s.traitIDLess(ts[i].Name, ts[j].Name) })
 }

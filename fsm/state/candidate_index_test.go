@@ -64,8 +64,9 @@ func TestTraitsInIDOrder(t *testing.T) {
 	for _, tr := range []string{"CUSTOM_A", "HW_NUMA_ROOT", "CUSTOM_B", "COMPUTE_VOLUME_MULTI_ATTACH"} {
 		p.Traits[tr] = true
 	}
-	got := fmt.Sprint(s.TraitsInIDOrder(p))
-	if want := "[COMPUTE_VOLUME_MULTI_ATTACH HW_NUMA_ROOT CUSTOM_B CUSTOM_A]"; got != want {
+	// Appended after what the slice holds, which stays first.
+	got := fmt.Sprint(s.AppendTraitsInIDOrder([]string{"ZZ"}, p))
+	if want := "[ZZ COMPUTE_VOLUME_MULTI_ATTACH HW_NUMA_ROOT CUSTOM_B CUSTOM_A]"; got != want {
 		t.Fatalf("%s, want %s", got, want)
 	}
 }

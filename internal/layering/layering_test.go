@@ -85,6 +85,7 @@ var rules = []rule{
 	{"snapshot/...", false, []string{"./cluster/...", "./httpapi/...", "./fsm", "github.com/hashicorp/raft/..."},
 		"snapshot bodies and export documents stand without a node"},
 	{"cluster/raftlog", false, []string{"./..."}, "a log adapter any command may use"},
+	{"cmd/placementd/gcfloor", false, []string{"./..."}, "a runtime setting serve and the benchmarks share"},
 	{"cluster/faults/model", false, []string{"./..."}, "the model states the rules independently of fsm/state"},
 	{"internal/difftest", false, []string{"./..."}, "it talks to both servers over HTTP only"},
 	{"internal/wanlab/...", false, []string{"./fsm/...", "./cluster/...", "./httpapi/...", "./snapshot/..."}, "any test may use the lab"},

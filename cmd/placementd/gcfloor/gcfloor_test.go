@@ -1,4 +1,4 @@
-package main
+package gcfloor
 
 import (
 	"context"
@@ -24,8 +24,8 @@ func TestGCPercent(t *testing.T) {
 		{1024 * mib, 256 * mib, 50}, // large states: by half the live heap
 		{100 * mib, 256 * mib, 250}, // 256%, in steps of 50
 	} {
-		if got := gcPercent(c.live, c.floor); got != c.want {
-			t.Errorf("gcPercent(%d MiB, %d MiB) = %d, want %d", c.live/mib, c.floor/mib, got, c.want)
+		if got := Percent(c.live, c.floor); got != c.want {
+			t.Errorf("Percent(%d MiB, %d MiB) = %d, want %d", c.live/mib, c.floor/mib, got, c.want)
 		}
 	}
 }

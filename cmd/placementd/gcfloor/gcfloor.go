@@ -1,4 +1,4 @@
-package main
+package gcfloor
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"sync"
 )
 
-// gcFloor keeps the garbage collector from running on every few megabytes
+// Run keeps the garbage collector from running on every few megabytes
 // of allocation while the live heap is small. Go sets the next collection
 // at live heap × (1 + GOGC/100); with a few tens of megabytes of state (a
 // cloud of a thousand hosts) that means a collection every handful of
-// requests, each re-marking the whole state. gcFloor raises GOGC so that
+// requests, each re-marking the whole state. Run raises GOGC so that
 // the heap may grow to at least live+floor before a collection, and lowers
 // it as the live heap grows past the floor, down to 50 for large states
-// (gcPercent).
+// (Percent).
 //
 // It sets GOGC again after every collection, from the live heap that
 // collection found, until ctx ends. While a large state is loaded (an
@@ -29,7 +29,7 @@ import (
 //
 // A GOGC or GOMEMLIMIT set in the environment is the operator's choice and
 // is left alone, as is floor 0.
-func gcFloor(ctx context.Context, floor uint64, log *slog.Logger) {
+func Run(ctx context.Context, floor uint64, log *slog.Logger) {
 	if floor == 0 || os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
@@ -56,7 +56,7 @@ func (t *gcTuner) adjust() {
 	live := sample[0].Value.Uint64()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if want := gcPercent(live, t.floor); want != t.current {
+	if want := Percent(live, t.floor); want != t.current {
 		debug.SetGCPercent(want)
 		t.log.Debug("gc percent", "percent", want, "live_heap", live)
 		t.current = want
@@ -81,7 +81,7 @@ func afterEachGC(ctx context.Context, fn func()) {
 	}, struct{}{})
 }
 
-// gcPercent is the GOGC that lets a live heap of live bytes grow by at
+// Percent is the GOGC that lets a live heap of live bytes grow by at
 // least floor before the next collection, floor/live × 100, and by half
 // the live heap once that is larger: at least 50, not Go's default 100.
 // A large state (100,000 providers and a million consumers hold about
@@ -89,7 +89,7 @@ func afterEachGC(ctx context.Context, fn func()) {
 // load such as an import or a log replayed at start, not twice. Bounded,
 // and rounded to steps of 50 above 100 and of 10 below, so that small
 // changes of the live heap do not reset it at every collection.
-func gcPercent(live, floor uint64) int {
+func Percent(live, floor uint64) int {
 	const maxPercent, minPercent = 2000, 50
 	if live == 0 {
 		return maxPercent
@@ -105,3 +105,6 @@ func gcPercent(live, floor uint64) int {
 	}
 	return int(p / 50 * 50)
 }
+
+// DefaultFloorMB is serve's --gc-heap-floor-mb default.
+const DefaultFloorMB = 256

@@ -165,6 +165,9 @@ func (c *clusterFSM) Restore(rc io.ReadCloser) error {
 	// While the state is replaced it includes nothing for sure; after, it
 	// includes the snapshot's index (unknown without indexedSnapshots).
 	c.applied.Store(0)
+	// The log before a snapshot installed from the leader is this node's
+	// no longer: count from here.
+	c.sinceSnapshot.Store(0)
 	if err := c.restore(rc); err != nil {
 		return err
 	}

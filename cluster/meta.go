@@ -68,7 +68,9 @@ type clusterFSM struct {
 	// which would otherwise stay in the log (and be replayed at every
 	// restart) until thousands more entries came. Past snapshotBytes
 	// (0: never) a signal goes to compact, where the node asks Raft for a
-	// snapshot. When a snapshot happens has no effect on the state.
+	// snapshot; the node also looks at the count when an import may have
+	// ended (Node.compactLog). When a snapshot happens has no effect on
+	// the state.
 	sinceSnapshot atomic.Int64
 	snapshotBytes int64
 	compact       chan struct{}
@@ -100,7 +102,7 @@ func (c *clusterFSM) Apply(l *raft.Log) any {
 }
 
 func (c *clusterFSM) apply(l *raft.Log) any {
-	if c.snapshotBytes > 0 && c.sinceSnapshot.Add(int64(len(l.Data))) >= c.snapshotBytes {
+	if since := c.sinceSnapshot.Add(int64(len(l.Data))); c.snapshotBytes > 0 && since >= c.snapshotBytes {
 		select {
 		case c.compact <- struct{}{}:
 		default:
@@ -163,6 +165,9 @@ func (c *clusterFSM) Restore(rc io.ReadCloser) error {
 	// While the state is replaced it includes nothing for sure; after, it
 	// includes the snapshot's index (unknown without indexedSnapshots).
 	c.applied.Store(0)
+	// The log before a snapshot installed from the leader is this node's
+	// no longer: count from here.
+	c.sinceSnapshot.Store(0)
 	if err := c.restore(rc); err != nil {
 		return err
 	}

@@ -71,6 +71,12 @@ type Config struct {
 	// bytes of log entries were applied since the last one, whatever their
 	// number (default 256 MiB; negative: only raft's entry threshold).
 	SnapshotBytes int64
+	// SnapshotBurstBytes makes the node take a Raft snapshot when at least
+	// this many bytes of log entries were applied since the last one and
+	// the log then goes quiet (compactLog): the end of an import, so that
+	// a restart soon after restores the snapshot instead of replaying the
+	// import (default 16 MiB; negative: off).
+	SnapshotBurstBytes int64
 	// Timing is the Raft timing (timing.go); zero fields keep raft's
 	// defaults. Tune may still change it.
 	Timing Timing
@@ -146,6 +152,9 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	if cfg.SnapshotBytes == 0 {
 		cfg.SnapshotBytes = 256 << 20
+	}
+	if cfg.SnapshotBurstBytes == 0 {
+		cfg.SnapshotBurstBytes = 16 << 20
 	}
 	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
 		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
@@ -273,19 +282,42 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	return n, nil
 }
 
+// burstCheck is how often compactLog looks whether a burst of log entries
+// has gone quiet.
+const burstCheck = time.Second
+
 // compactLog takes a Raft snapshot when the FSM signals that the log has
-// grown by SnapshotBytes since the last one.
+// grown by SnapshotBytes since the last one, and when at least
+// SnapshotBurstBytes were applied in busy seconds (at least a sixteenth of
+// it in one burstCheck) since the last one, and then a second was not
+// busy: an import has ended (its chunks of about a MiB come several a
+// second). A steady trickle of small writes, however long, never makes a
+// busy second, so it leaves compaction to SnapshotBytes: a snapshot of a
+// large state costs seconds of CPU. Each node decides from what it
+// applied, so followers compact too; the state does not depend on when.
 func (n *Node) compactLog() {
 	defer n.done.Done()
+	var tick <-chan time.Time
+	if burst := n.cfg.SnapshotBurstBytes; burst > 0 {
+		t := time.NewTicker(burstCheck)
+		defer t.Stop()
+		tick = t.C
+	}
+	burst := burstWatch{bytes: n.cfg.SnapshotBurstBytes}
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-n.meta.compact:
+		case <-tick:
+			if !burst.ended(n.meta.sinceSnapshot.Load()) {
+				continue
+			}
 		}
 		if err := n.Raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.cfg.Logger.Warn("snapshot after a large log growth failed", "error", err)
 		}
+		burst.snapshotted(n.meta.sinceSnapshot.Load())
 	}
 }
 
@@ -548,3 +580,31 @@ func (n *Node) closeStores() {
 func (n *Node) verifyLeader(ctx context.Context) error {
 	return n.verify.join(ctx)
 }
+
+// burstWatch tells from the bytes applied since the last snapshot, looked
+// at every burstCheck, when a burst of at least bytes has gone quiet: a
+// busy tick is one in which at least bytes/16 were applied.
+type burstWatch struct {
+	bytes int64
+	last  int64 // the bytes since the last snapshot at the previous tick
+	busy  int64 // bytes applied in busy ticks since the last snapshot
+}
+
+// ended takes the bytes applied since the last snapshot at this tick and
+// reports whether a snapshot is due: the burst's busy ticks came to bytes
+// and this tick was not busy.
+func (w *burstWatch) ended(since int64) bool {
+	grew := since - w.last
+	if grew < 0 { // a snapshot was taken in between
+		grew, w.busy = since, 0
+	}
+	w.last = since
+	if grew >= w.bytes/16 {
+		w.busy += grew
+		return false
+	}
+	return w.busy >= w.bytes
+}
+
+// snapshotted starts counting again after a snapshot.
+func (w *burstWatch) snapshotted(since int64) { w.last, w.busy = since, 0 }

@@ -101,11 +101,12 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
 		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS, RaftConns: &cf.raftConns,
 		// A fresh node given --join waits to be added instead.
-		Bootstrap:     len(joins) == 0,
-		Logger:        raftLogger(log),
-		SnapshotBytes: snapshotBytes(cf.snapshotLogMB),
-		Timing:        timing,
-		Region:        cf.region, Zone: cf.zone,
+		Bootstrap:          len(joins) == 0,
+		Logger:             raftLogger(log),
+		SnapshotBytes:      snapshotBytes(cf.snapshotLogMB),
+		SnapshotBurstBytes: snapshotBytes(cf.snapshotBurstMB),
+		Timing:             timing,
+		Region:             cf.region, Zone: cf.zone,
 		PlainElections: !cf.orderedElections,
 		Tune: func(rc *raft.Config) {
 			rc.SnapshotThreshold = cf.snapshotThreshold
@@ -383,8 +384,9 @@ func dedupe(list []string) []string {
 	return out
 }
 
-// snapshotBytes turns --snapshot-log-mb into cluster.Config.SnapshotBytes
-// (0 there means the default; here it means off).
+// snapshotBytes turns --snapshot-log-mb or --snapshot-burst-mb into
+// cluster.Config's SnapshotBytes or SnapshotBurstBytes (0 there means the
+// default; here it means off).
 func snapshotBytes(mb int64) int64 {
 	if mb <= 0 {
 		return -1

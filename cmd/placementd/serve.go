@@ -54,6 +54,7 @@ type clusterFlags struct {
 	raftAdvertise, httpAdvertise string
 	snapshotThreshold            uint64
 	snapshotLogMB                int64
+	snapshotBurstMB              int64
 	snapshotInterval             time.Duration
 	trailingLogs                 uint64
 	leaveOnShutdown              bool
@@ -75,6 +76,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.httpAdvertise, "http-advertise", "", "API address other nodes forward requests to (default: --http-addr, or the hostname with its port when it binds all interfaces)")
 	fs.Uint64Var(&c.snapshotThreshold, "snapshot-threshold", 8192, "take a Raft snapshot (and compact the log) after this many new log entries")
 	fs.Int64Var(&c.snapshotLogMB, "snapshot-log-mb", 256, "also take a Raft snapshot once this many MiB of log entries were applied since the last one, however few (an import's large chunks); 0: only --snapshot-threshold")
+	fs.Int64Var(&c.snapshotBurstMB, "snapshot-burst-mb", 16, "also take a Raft snapshot once at least this many MiB of log entries were applied since the last one in busy seconds (a sixteenth of that or more each) and then a second was not (the end of an import), so a restart does not replay them; 0: off")
 	fs.DurationVar(&c.snapshotInterval, "snapshot-interval", 2*time.Minute, "how often to check --snapshot-threshold")
 	fs.Uint64Var(&c.trailingLogs, "trailing-logs", 10240, "log entries kept after a snapshot, so a slightly lagging node catches up without a snapshot install")
 	fs.BoolVar(&c.leaveOnShutdown, "leave-on-shutdown", true, "on SIGTERM/SIGINT, leave the cluster (the last voter never leaves); a node restarted with --join, or with known peers, joins again")

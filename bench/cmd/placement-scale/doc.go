@@ -19,7 +19,7 @@
 //
 // Run it from the repository (it builds cmd/placementd with go build), or
 // give -placementd. Flags: -providers, -consumers, -writes (after the
-// snapshot), -placementd (a built binary), -work (default: a temporary
+// snapshot), -placementd (a built binary), -snapshot-wait (run 1 below), -work (default: a temporary
 // dir, removed at the end unless -keep; a given dir is left in place),
 // -verify (also run `placementd import --verify-only`, which needs about
 // as much memory again as the import), -strict (exit 1 when a target is
@@ -31,17 +31,20 @@
 // server's own time, which other jobs on the machine do not inflate).
 //
 // placementd has no command that makes Raft take a snapshot (`placementd
-// snapshot save` streams a backup and leaves the log alone), and its only
-// trigger, --snapshot-threshold/--snapshot-interval, is a serve flag. So
-// the node runs four times on the same data dir:
+// snapshot save` streams a backup and leaves the log alone); a node takes
+// one by itself once an import has ended (--snapshot-burst-mb), and
+// otherwise only by --snapshot-threshold/--snapshot-interval, serve
+// flags. So the node runs four times on the same data dir:
 //
 //  1. default settings: the import (about one Raft entry per MiB of
-//     document, far below the default threshold of 8192 entries, so no
-//     snapshot), the verification and reads;
-//  2. --snapshot-threshold 1 --snapshot-interval 1s: a restart from the
-//     log alone (the import replayed, as after an import in production
-//     until 8192 more entries), then the Raft snapshot, taken at the first
-//     check;
+//     document, far below the default threshold of 8192 entries), the
+//     verification and reads, then a wait of up to -snapshot-wait (2m)
+//     for the node's own snapshot of the import;
+//  2. the restart after the import: with that snapshot, default settings
+//     (a restart from it); without (a build before --snapshot-burst-mb,
+//     or -snapshot-wait too short), --snapshot-threshold 1
+//     --snapshot-interval 1s: a restart from the log alone (the import
+//     replayed), then the Raft snapshot, taken at the first check;
 //  3. default settings: a restart from the snapshot alone, then the
 //     writes (fewer than 8192, so they stay in the log) and reads;
 //  4. default settings: the restart from snapshot + log of the target.

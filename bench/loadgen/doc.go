@@ -19,7 +19,8 @@
 //   - gate: upstream's performance gate (gate/perfload-runner.sh) as
 //     `ab -c 10 -n 500` sends it: 500 GET /allocation_candidates of one
 //     query (a trait, an aggregate, no limit, the latest microversion)
-//     from 10 concurrent clients, whatever Clients and Duration say.
+//     from 10 concurrent clients, whatever Clients and Duration say; three
+//     rounds, the round of median rate reported (GateRounds).
 //
 // It ends by reading every provider's inventories, usages and allocations
 // back, checking that no usage exceeds capacity and that every consumer

@@ -163,9 +163,7 @@ func (h *Handler) followerRead(w http.ResponseWriter, r *http.Request) bool {
 			}
 		}
 		if r.Context().Err() == nil {
-			_, note := withStateNote(r.Context())
-			h.describe(w.Header(), r, http.StatusServiceUnavailable, levelLinearizable, note)
-			writeUnavailable(w, "No leader gave a read index in time; the cluster may be electing one.", true)
+			h.refuse(w, r, levelLinearizable, "No leader gave a read index in time; the cluster may be electing one.")
 		}
 		return true
 	}
@@ -250,10 +248,16 @@ func (h *Handler) refuseStale(w http.ResponseWriter, r *http.Request, bound time
 	if age, ok := h.node.sinceConfirmed(); ok {
 		last = fmt.Sprintf("was last confirmed %d ms ago", age.Milliseconds())
 	}
+	h.refuse(w, r, levelBounded, fmt.Sprintf("This node's state %s with the leader, longer ago than the %s allowed by %s (strict). Retry, ask another node, or drop %s to let the read go to the leader.",
+		last, bound, MaxStalenessHeader, MaxStalenessStrictHeader))
+}
+
+// refuse answers a read of level that this node cannot serve now: a 503
+// to retry, describing this node as its answers do.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, level, detail string) {
 	_, note := withStateNote(r.Context())
-	h.describe(w.Header(), r, http.StatusServiceUnavailable, levelBounded, note)
-	writeUnavailable(w, fmt.Sprintf("This node's state %s with the leader, longer ago than the %s allowed by %s (strict). Retry, ask another node, or drop %s to let the read go to the leader.",
-		last, bound, MaxStalenessHeader, MaxStalenessStrictHeader), true)
+	h.describe(w.Header(), r, http.StatusServiceUnavailable, level, note)
+	writeUnavailable(w, detail, true)
 }
 
 // Keeping confirmations fresh. A node confirms its state every

@@ -99,16 +99,15 @@ func envByte(c byte) (byte, bool) {
 // (the auth middleware looks several keys up among every header of each
 // request).
 func isEnvKey(name, key string) bool {
-	const prefix = "HTTP_"
-	if len(key) != len(prefix)+len(name) || key[:min(len(key), len(prefix))] != prefix {
-		return !isASCII(name) && envKey(name) == key
+	if !isASCII(name) {
+		return envKey(name) == key // Unicode upper-casing
+	}
+	rest, ok := strings.CutPrefix(key, "HTTP_")
+	if !ok || len(rest) != len(name) {
+		return false
 	}
 	for i := 0; i < len(name); i++ {
-		c, ok := envByte(name[i])
-		if !ok {
-			return envKey(name) == key
-		}
-		if c != key[len(prefix)+i] {
+		if c, _ := envByte(name[i]); c != rest[i] {
 			return false
 		}
 	}

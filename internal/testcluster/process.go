@@ -33,15 +33,26 @@ func Build(dir string, tags ...string) (string, error) {
 	return bin, nil
 }
 
-// FreeAddr returns host:port with a port free at the moment on ip.
+// FreeAddr returns host:port with a port free at the moment on ip, never
+// one it returned before in this process: clusters of tests running in
+// parallel pick their ports on the same addresses, and the kernel may hand
+// a port just released by one to the other before the first binds it.
 func FreeAddr(ip string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return "", err
+	for try := 0; ; try++ {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			return "", err
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if _, given := handedOut.LoadOrStore(addr, true); !given || try == 100 {
+			return addr, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
+
+// handedOut holds the addresses FreeAddr returned.
+var handedOut sync.Map
 
 // Proc is one placementd process; the fields are its flags. A node keeps
 // its addresses and data dir across restarts.

@@ -5,9 +5,10 @@
 # randomize_allocation_candidates on, as clouds and upstream's performance
 # job run it, and placementd with randomization on and off, as a single
 # node and as a 3-node cluster, one after the other in one run, then one
-# table with ratios to upstream. The workload ends with upstream's
-# performance-gate shape (loadgen's gate phase: ab -c 10 -n 500 of its
-# allocation-candidates query).
+# table with ratios to upstream. The workload starts with upstream's
+# performance-gate shape (loadgen's gate phase: 99 claims, then ab -c 10
+# -n 500 of its allocation-candidates query) on the fleet as set up, as
+# upstream's gate job runs it; the other phases follow.
 #
 # Settings (environment): NODES (1000), CLIENTS (8, Nova's schedulers),
 # DURATION per phase (20s), NUMA (false), LIMIT (50), TARGETS (upstream,
@@ -18,7 +19,7 @@
 # placementd-3-follower-random, every client sent to one follower, for
 # the cost of the forwarding hop on writes),
 # PHASES (every phase) for upstream and the -random targets, OFF_PHASES
-# (scheduler,gate) for the others, KEEP=1 keeps the work directory,
+# (gate,scheduler) for the others, KEEP=1 keeps the work directory,
 # REPORT_DIR receives the JSON reports.
 # Needs root (apt-get, a private MariaDB server run as mysql).
 set -euo pipefail
@@ -29,8 +30,8 @@ DURATION=${DURATION:-20s}
 NUMA=${NUMA:-false}
 LIMIT=${LIMIT:-50}
 TARGETS=${TARGETS:-upstream placementd-1 placementd-1-random placementd-3-leader placementd-3-leader-random placementd-3 placementd-3-random placementd-3-follower-random}
-PHASES=${PHASES:-scheduler,put,put-paced,post,usages,delete,gate}
-OFF_PHASES=${OFF_PHASES:-scheduler,gate}
+PHASES=${PHASES:-gate,scheduler,put,put-paced,post,usages,delete}
+OFF_PHASES=${OFF_PHASES:-gate,scheduler}
 GO=${GO:-go}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/bench-compare.XXXXXX)

@@ -28,7 +28,9 @@ const (
 )
 
 // AllPhases is the default workload.
-var AllPhases = []string{PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete, PhaseGate}
+// The gate comes first: upstream's gate job measures a fleet just set up
+// (and its GateClaims allocations), not one that other phases have filled.
+var AllPhases = []string{PhaseGate, PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete}
 
 // The gate phase's shape: upstream's AB_CONCURRENT and AB_COUNT. The gate
 // runs GateRounds times and reports the round of median rate: 500
@@ -39,6 +41,11 @@ const (
 	GateClients  = 10
 	GateRequests = 500
 	GateRounds   = 3
+	// GateClaims is how many allocations the gate writes before its
+	// first round, as upstream's load_candidates does: each the first
+	// allocation request of the gate query with limit=5, for a new
+	// consumer.
+	GateClaims = 99
 )
 
 // Request kinds whose latencies are reported.
@@ -209,15 +216,17 @@ type consumer struct {
 
 // run is the state of one Run.
 type run struct {
-	cfg       Config
-	http      *http.Client
-	runID     string
-	aggs      []string
-	sharing   []string
-	nodes     []node
-	providers []string // every provider: sharing, roots, children
-	projects  []string
-	workers   []*worker
+	cfg   Config
+	http  *http.Client
+	runID string
+	aggs  []string
+	// gateClaimed is set once the gate's claims are written (gateRounds).
+	gateClaimed bool
+	sharing     []string
+	nodes       []node
+	providers   []string // every provider: sharing, roots, children
+	projects    []string
+	workers     []*worker
 }
 
 // worker is one concurrent client with its own connection pool share,
@@ -739,12 +748,24 @@ func (r *run) gateQuery() string {
 // gateRounds runs the gate GateRounds times and returns the round of
 // median rate, with every round's failures and errors counted in it.
 func (r *run) gateRounds(ctx context.Context) Phase {
+	var claims counts
+	if !r.gateClaimed {
+		r.gateClaimed = true
+		claims = r.gateClaims(ctx)
+	}
 	rounds := make([]Phase, 0, GateRounds)
 	for i := 0; i < GateRounds && (i == 0 || ctx.Err() == nil); i++ {
 		rounds = append(rounds, r.gate(ctx))
 	}
 	sort.SliceStable(rounds, func(i, j int) bool { return rounds[i].PerSec < rounds[j].PerSec })
 	median := rounds[len(rounds)/2]
+	median.Claims = claims.ops
+	median.Conflicts += claims.conflicts
+	median.Failures += claims.failures
+	median.Errors += claims.errors
+	if claims.firstError != "" {
+		median.FirstError = claims.firstError
+	}
 	for i, o := range rounds {
 		if i == len(rounds)/2 {
 			continue
@@ -756,6 +777,46 @@ func (r *run) gateRounds(ctx context.Context) Phase {
 		}
 	}
 	return median
+}
+
+// gateClaims writes the GateClaims allocations upstream's gate writes
+// before it measures (load_candidates in gate/perfload-runner.sh), one at
+// a time from the first worker: the first allocation request of the gate
+// query with limit=5, claimed for a new consumer. Its failures and errors
+// are counted; a conflict is not (nothing else writes meanwhile, but the
+// first request may be full).
+func (r *run) gateClaims(ctx context.Context) counts {
+	var c counts
+	w := r.workers[0]
+	for i := 0; i < GateClaims && ctx.Err() == nil; i++ {
+		var ac candidates
+		res := w.c.do(ctx, KindCandidates, "GET", r.gateQuery()+"&limit=5", nil)
+		err := res.expect(200, nil)
+		if err == nil {
+			err = ac.decode(res.body)
+		}
+		if err != nil {
+			c.fail("GET /allocation_candidates (gate claims): " + err.Error())
+			continue
+		}
+		if len(ac.AllocationRequests) == 0 {
+			c.failures++
+			continue
+		}
+		var req allocationRequest
+		if err := json.Unmarshal(ac.AllocationRequests[0], &req); err != nil {
+			c.fail("GET /allocation_candidates (gate claims): " + err.Error())
+			continue
+		}
+		a := alloc{}
+		for rp, v := range req.Allocations {
+			a[rp] = v.Resources
+		}
+		if w.claim(ctx, KindClaimPut, a, &c) == claimOK {
+			c.ops++
+		}
+	}
+	return c
 }
 
 // gate is upstream's performance gate as ab runs it: GateRequests of one

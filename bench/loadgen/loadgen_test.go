@@ -78,6 +78,13 @@ func TestRunScarceCapacity(t *testing.T) {
 			if n := paced.Latency[KindPutPaced].Count; n != 30 {
 				t.Errorf("paced PUTs timed: %d, want every one of the 30 sent", n)
 			}
+			gate := rep.Phase(PhaseGate)
+			// The gate claims first, one at a time, each the first
+			// candidate of its query (1 VCPU): all of them fit, and
+			// leave room for fewer than 32 of the flavor.
+			if gate.Claims != GateClaims {
+				t.Errorf("gate claims: %d, want %d", gate.Claims, GateClaims)
+			}
 			if sched.Ops+put.Ops+paced.Ops+2*rep.Phase(PhasePost).Ops > 32 {
 				t.Errorf("more claims succeeded than fit: %d + %d + %d + 2x%d", sched.Ops, put.Ops, paced.Ops, rep.Phase(PhasePost).Ops)
 			}
@@ -85,13 +92,13 @@ func TestRunScarceCapacity(t *testing.T) {
 				t.Errorf("usages: %+v", rep.Phase(PhaseUsages))
 			}
 			del := rep.Phase(PhaseDelete)
-			made := sched.Ops + put.Ops + paced.Ops + 2*rep.Phase(PhasePost).Ops
+			made := gate.Claims + sched.Ops + put.Ops + paced.Ops + 2*rep.Phase(PhasePost).Ops
 			if del.Ops == 0 || del.Ops > made/2 {
 				t.Errorf("deleted %d of %d", del.Ops, made)
 			}
 			// The gate's 500 queries, whatever Clients and MaxOps say.
-			if g := rep.Phase(PhaseGate); g.Ops != GateRequests || g.Latency[KindGate].Count != GateRequests {
-				t.Errorf("gate: %+v", g)
+			if gate.Ops != GateRequests || gate.Latency[KindGate].Count != GateRequests {
+				t.Errorf("gate: %+v", gate)
 			}
 			v := rep.Verify
 			if !v.OK || v.Claims != made-del.Ops || v.Deleted != del.Ops {

@@ -74,6 +74,10 @@ type Phase struct {
 	FirstError string `json:"first_error,omitempty"`
 	// Answer is how many candidates an answer of the gate phase held.
 	Answer int `json:"answer_candidates,omitempty"`
+	// Claims is how many allocations the gate phase claimed before it
+	// measured (GateClaims, fewer when the fleet is full); its Ops count
+	// only the measured queries.
+	Claims int `json:"claims,omitempty"`
 }
 
 // counts is what a worker tallies during a phase.

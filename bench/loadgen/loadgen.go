@@ -426,6 +426,31 @@ type allocationRequest struct {
 	} `json:"allocations"`
 }
 
+// getCandidates sends GET path (an /allocation_candidates query) and
+// delimits the allocation requests of its answer.
+func (c *client) getCandidates(ctx context.Context, kind, path string) (candidates, error) {
+	var ac candidates
+	res := c.do(ctx, kind, "GET", path, nil)
+	err := res.expect(200, nil)
+	if err == nil {
+		err = ac.decode(res.body)
+	}
+	return ac, err
+}
+
+// claimOf is what claiming the allocation request raw would hold.
+func claimOf(raw json.RawMessage) (alloc, error) {
+	var req allocationRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return nil, err
+	}
+	a := alloc{}
+	for rp, v := range req.Allocations {
+		a[rp] = v.Resources
+	}
+	return a, nil
+}
+
 // decode finds the elements of allocation_requests in a GET
 // /allocation_candidates body. The load generator shares the machine with
 // the server it measures, so it only delimits them (a byte scan, not
@@ -502,12 +527,7 @@ func (w *worker) scheduler(ctx context.Context, more func() bool, c *counts) {
 			if attempt > 0 {
 				c.retries++
 			}
-			var ac candidates
-			res := w.c.do(ctx, KindCandidates, "GET", "/allocation_candidates?"+query, nil)
-			err := res.expect(200, nil)
-			if err == nil {
-				err = ac.decode(res.body)
-			}
+			ac, err := w.c.getCandidates(ctx, KindCandidates, "/allocation_candidates?"+query)
 			if err != nil {
 				c.fail("GET /allocation_candidates: " + err.Error())
 				gaveUp = true
@@ -524,15 +544,11 @@ func (w *worker) scheduler(ctx context.Context, more func() bool, c *counts) {
 				if k > 0 {
 					c.retries++
 				}
-				var req allocationRequest
-				if err := json.Unmarshal(ac.AllocationRequests[(first+k)%n], &req); err != nil {
+				a, err := claimOf(ac.AllocationRequests[(first+k)%n])
+				if err != nil {
 					c.fail("GET /allocation_candidates: " + err.Error())
 					gaveUp = true
 					break
-				}
-				a := alloc{}
-				for rp, v := range req.Allocations {
-					a[rp] = v.Resources
 				}
 				switch w.claim(ctx, KindClaimPut, a, c) {
 				case claimOK:
@@ -782,19 +798,13 @@ func (r *run) gateRounds(ctx context.Context) Phase {
 // gateClaims writes the GateClaims allocations upstream's gate writes
 // before it measures (load_candidates in gate/perfload-runner.sh), one at
 // a time from the first worker: the first allocation request of the gate
-// query with limit=5, claimed for a new consumer. Its failures and errors
-// are counted; a conflict is not (nothing else writes meanwhile, but the
-// first request may be full).
+// query with limit=5, claimed for a new consumer. A claim that finds
+// nothing to claim counts as a failure, a refused one as a conflict.
 func (r *run) gateClaims(ctx context.Context) counts {
 	var c counts
 	w := r.workers[0]
 	for i := 0; i < GateClaims && ctx.Err() == nil; i++ {
-		var ac candidates
-		res := w.c.do(ctx, KindCandidates, "GET", r.gateQuery()+"&limit=5", nil)
-		err := res.expect(200, nil)
-		if err == nil {
-			err = ac.decode(res.body)
-		}
+		ac, err := w.c.getCandidates(ctx, KindCandidates, r.gateQuery()+"&limit=5")
 		if err != nil {
 			c.fail("GET /allocation_candidates (gate claims): " + err.Error())
 			continue
@@ -803,14 +813,10 @@ func (r *run) gateClaims(ctx context.Context) counts {
 			c.failures++
 			continue
 		}
-		var req allocationRequest
-		if err := json.Unmarshal(ac.AllocationRequests[0], &req); err != nil {
+		a, err := claimOf(ac.AllocationRequests[0])
+		if err != nil {
 			c.fail("GET /allocation_candidates (gate claims): " + err.Error())
 			continue
-		}
-		a := alloc{}
-		for rp, v := range req.Allocations {
-			a[rp] = v.Resources
 		}
 		if w.claim(ctx, KindClaimPut, a, &c) == claimOK {
 			c.ops++
@@ -847,12 +853,7 @@ func (r *run) gate(ctx context.Context) Phase {
 				if !more {
 					break
 				}
-				var ac candidates
-				res := c.do(ctx, KindGate, "GET", r.gateQuery(), nil)
-				err := res.expect(200, nil)
-				if err == nil {
-					err = ac.decode(res.body)
-				}
+				ac, err := c.getCandidates(ctx, KindGate, r.gateQuery())
 				if err != nil {
 					n.fail("GET /allocation_candidates: " + err.Error())
 					continue

@@ -216,17 +216,17 @@ type consumer struct {
 
 // run is the state of one Run.
 type run struct {
-	cfg   Config
-	http  *http.Client
-	runID string
-	aggs  []string
+	cfg       Config
+	http      *http.Client
+	runID     string
+	aggs      []string
+	sharing   []string
+	nodes     []node
+	providers []string // every provider: sharing, roots, children
+	projects  []string
+	workers   []*worker
 	// gateClaimed is set once the gate's claims are written (gateRounds).
 	gateClaimed bool
-	sharing     []string
-	nodes       []node
-	providers   []string // every provider: sharing, roots, children
-	projects    []string
-	workers     []*worker
 }
 
 // worker is one concurrent client with its own connection pool share,

@@ -21,8 +21,10 @@
 //     the gate query with limit=5), then 500 GET /allocation_candidates of
 //     that query (a trait, an aggregate, no limit, the latest microversion)
 //     as `ab -c 10 -n 500` sends them, from 10 concurrent clients whatever
-//     Clients and Duration say; three rounds, the round of median rate
-//     reported (GateRounds). The default workload runs it first, on the
+//     Clients and Duration say, each answer read and checked as ab checks
+//     it (status, and length against the first answer's; only that first
+//     answer, fetched before the round, is decoded); three rounds, the
+//     round of median rate reported (GateRounds). The default workload runs it first, on the
 //     fleet as set up, as upstream's gate job does. (After the other
 //     phases have spread tens of thousands of allocations over the fleet,
 //     placementd's answer reads providers scattered in memory and costs a

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/placementd/placementd/internal/testcluster"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/placementd/placementd/internal/testcluster"
 
 	"github.com/hashicorp/raft"
 
@@ -250,5 +255,32 @@ func TestCandidatesDecode(t *testing.T) {
 	var c candidates
 	if err := c.decode([]byte(`{"provider_summaries": {}}`)); err == nil {
 		t.Error("a body without allocation_requests was accepted")
+	}
+}
+
+// TestGateCountsLengthChange: the gate checks answers as ab does, by
+// status and by length against the first answer, which alone it
+// decodes; an answer of another length is an error, not a query served.
+func TestGateCountsLengthChange(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body := `{"allocation_requests": [{"allocations": {"a": {"resources": {"VCPU": 1}}}}, {"allocations": {"b": {"resources": {"VCPU": 1}}}}], "provider_summaries": {}}`
+		if served.Add(1) == 7 { // the sixth of the measured queries
+			body = strings.Replace(body, `"b"`, `"bb"`, 1)
+		}
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	r, err := newRun(Config{Endpoints: []string{srv.URL}, Nodes: 1, Aggregates: 1, Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.aggs = []string{"agg"}
+	p := r.gate(context.Background())
+	if p.Answer != 2 || p.Ops != GateRequests-1 || p.Errors != 1 || !strings.Contains(p.FirstError, "the first had") {
+		t.Errorf("gate: answer %d, ops %d, errors %d (%q)", p.Answer, p.Ops, p.Errors, p.FirstError)
+	}
+	if n := served.Load(); n != GateRequests+1 {
+		t.Errorf("served %d queries, want %d (the first answer and the gate's)", n, GateRequests+1)
 	}
 }

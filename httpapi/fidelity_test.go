@@ -561,3 +561,23 @@ func TestAppendPyStringRuns(t *testing.T) {
 		}
 	}
 }
+
+// plainWord agrees with pyPlain on every byte value at every position of
+// a word, beside plain bytes and beside bytes with the high bit set.
+func TestPlainWord(t *testing.T) {
+	for _, fill := range []byte{'a', 0xc3} {
+		for pos := 0; pos < 8; pos++ {
+			for c := 0; c < 256; c++ {
+				w := []byte(strings.Repeat(string([]byte{fill}), 8))
+				w[pos] = byte(c)
+				want := true
+				for _, b := range w {
+					want = want && pyPlain[b]
+				}
+				if got := plainWord(string(w)); got != want {
+					t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
+				}
+			}
+		}
+	}
+}

@@ -81,6 +81,29 @@ func appendUnicodeEscape(b []byte, r rune) []byte {
 	return esc(b, r)
 }
 
+// pyPlain says which bytes json.dumps writes as they are: printable ASCII
+// but the quote and the backslash. (One table load per byte, where four
+// comparisons were: a large answer is mostly uuids.)
+var pyPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// plainWord reports whether all 8 bytes of w are pyPlain, testing them
+// at once as one word: none below 0x20, none with the high bit, none equal
+// to '"', '\\' or 0x7f. (hasLess(x, n) is non-zero exactly when a byte of
+// x is below n, for n <= 128.)
+func plainWord(w string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+	hasLess := func(x, n uint64) uint64 { return (x - ones*n) &^ x & highs }
+	bad := x&highs | hasLess(x, 0x20) | hasLess(x^(ones*'"'), 1) | hasLess(x^(ones*'\\'), 1) | hasLess(x^(ones*0x7f), 1)
+	return bad == 0
+}
+
 // appendPyString appends s as a json.dumps string.
 func appendPyString(b []byte, s string) []byte {
 	b = append(b, '"')
@@ -88,8 +111,12 @@ func appendPyString(b []byte, s string) []byte {
 	// nearly everything an answer holds) are copied whole.
 	plain := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plainWord(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		c := s[i]
-		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+		if pyPlain[c] {
 			i++
 			continue
 		}

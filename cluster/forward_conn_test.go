@@ -100,11 +100,16 @@ func TestForwardingKeepsConnections(t *testing.T) {
 			if !ok {
 				t.Fatal("the leader kept changing")
 			}
-			// Two more than the workers need (one is open before the
-			// phase): the follower's own touch of the leader (background.go)
-			// and its read-index confirmation (readlevels.go) may come
-			// while the workers use the connections.
-			if want := int64(p.workers) + 1; opened > want {
+			// A connection per worker (one is open before the phase), the
+			// follower's own touch of the leader (background.go) and its
+			// read-index confirmation (readlevels.go), which may come while
+			// the workers use the connections; and as many again for Go's
+			// transport, which dials for a request that finds no idle
+			// connection, hands it one freed meanwhile if that comes
+			// first, and keeps the dialed one idle (on a loaded machine,
+			// where TLS handshakes are slow, CI met 7 for 4 workers).
+			// Without keep-alive every request would open one: 30 and 40.
+			if want := 2*int64(p.workers) + 2; opened > want {
 				t.Fatalf("%d requests forwarded %d at a time opened %d new connections to the leader, want at most %d", p.requests, p.workers, opened, want)
 			}
 			break

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -530,4 +531,64 @@ func TestSnapshotAfterLogBytes(t *testing.T) {
 			t.Errorf("SnapshotBytes %d: snapshot taken %v, want %v", tc.bytes, got, tc.snapshot)
 		}
 	}
+}
+
+// The only voter of a cluster with a non-voter member: the non-voter's
+// reads (a read index from the voter) and the voter's own reads (no
+// round: they wait only for the highest commit index the voter has told
+// another server, see docs/design.md "A sole voter's own reads") stay
+// linearizable together while writes go on. A read on the voter that
+// starts after a read on the non-voter has answered sees at least what
+// that read saw, and every read sees the writes acknowledged before it.
+func TestSoleVoterWithNonVoterReadsStayLinearizable(t *testing.T) {
+	c := newTestCluster(t)
+	voter := c.Start("n1", true, nil)
+	c.Leader()
+	learner := c.Start("n2", false, nil)
+	c.Join(learner, voter, true)
+	if members, _ := voter.Node.Members(); len(members) != 2 || members[1].Voter {
+		t.Fatalf("members: %+v", members)
+	}
+
+	const writes = 150
+	var acked atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < writes; i++ {
+			r, err := voter.Send(http.DefaultClient, "PUT", fmt.Sprintf("/resource_classes/CUSTOM_W%d", i), nil)
+			if err != nil || r.Status != 201 {
+				t.Errorf("write %d: %v %d %s", i, err, r.Status, r.Body)
+				return
+			}
+			acked.Store(int64(i + 1))
+		}
+	}()
+	written := func(r response) int64 {
+		if r.status != 200 {
+			t.Fatalf("GET /resource_classes: %d %s", r.status, r.body)
+		}
+		return int64(strings.Count(string(r.body), `"CUSTOM_W`))
+	}
+	reads := 0
+	for running := true; running; reads++ {
+		select {
+		case <-done:
+			running = false // one more pair of reads after the last write
+		default:
+		}
+		before := acked.Load()
+		onLearner := written(getRetrying(t, learner, "/resource_classes"))
+		onVoter := written(do(t, voter, "GET", "/resource_classes", nil))
+		if onLearner < before || onVoter < before {
+			t.Fatalf("read %d: %d writes acknowledged before it, the non-voter saw %d, the voter %d", reads, before, onLearner, onVoter)
+		}
+		if onVoter < onLearner {
+			t.Fatalf("read %d: the voter saw %d writes after the non-voter had answered with %d", reads, onVoter, onLearner)
+		}
+	}
+	if acked.Load() != writes {
+		t.Fatalf("%d of %d writes acknowledged", acked.Load(), writes)
+	}
+	t.Logf("%d pairs of reads beside %d writes", reads, writes)
 }

@@ -93,8 +93,9 @@ var pyPlain = func() (t [256]bool) {
 
 // plainWord reports whether all 8 bytes of w are pyPlain, testing them
 // at once as one word: none below 0x20, none with the high bit, none equal
-// to '"', '\\' or 0x7f. (hasLess(x, n) is non-zero exactly when a byte of
-// x is below n, for n <= 128.)
+// to '"', '\\' or 0x7f. (hasLess(y, n) is non-zero exactly when a byte of
+// y is below n, for 1 < n <= 128 when no byte of y has the high bit, which
+// x&highs has already caught, and for n = 1, a zero byte, always.)
 func plainWord(w string) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |

@@ -24,12 +24,12 @@
 //     Clients and Duration say, each answer read and checked as ab checks
 //     it (status, and length against the first answer's; only that first
 //     answer, fetched before the round, is decoded); three rounds, the
-//     round of median rate reported (GateRounds). The default workload runs it first, on the
-//     fleet as set up, as upstream's gate job does. (After the other
-//     phases have spread tens of thousands of allocations over the fleet,
-//     placementd's answer reads providers scattered in memory and costs a
-//     fifth to a third more CPU; restarted on the same state it answers
-//     at the fresh rate again.)
+//     round of median rate reported (GateRounds). The default workload
+//     runs it first, on the fleet as set up, as upstream's gate job does.
+//     (After the other phases have spread tens of thousands of allocations
+//     over the fleet, placementd's answer reads providers scattered in
+//     memory and costs a fifth to a third more CPU; restarted on the same
+//     state it answers at the fresh rate again.)
 //
 // It ends by reading every provider's inventories, usages and allocations
 // back, checking that no usage exceeds capacity and that every consumer

@@ -418,6 +418,7 @@ func (w *worker) candidatesQuery(i int) string {
 // the allocation requests, each decoded only when chosen.
 type candidates struct {
 	AllocationRequests []json.RawMessage
+	size               int // bytes of the answer they were delimited in
 }
 
 // allocationRequest is one of candidates.AllocationRequests (1.12+).
@@ -459,6 +460,7 @@ func claimOf(raw json.RawMessage) (alloc, error) {
 // and unused, unread; the one chosen is decoded by json.Unmarshal, which
 // validates it.
 func (c *candidates) decode(body []byte) error {
+	c.size = len(body)
 	var (
 		depth    int  // nesting depth at i
 		inString bool // i is inside a string
@@ -845,18 +847,13 @@ func (r *run) gate(ctx context.Context) Phase {
 		wg    sync.WaitGroup
 	)
 	first := &client{http: r.http, base: r.cfg.Endpoints[0], token: r.cfg.Token, version: "latest"}
-	firstRes := first.do(ctx, "", "GET", r.gateQuery(), nil)
-	var ac candidates
-	err := firstRes.expect(200, nil)
-	if err == nil {
-		err = ac.decode(firstRes.body)
-	}
+	ac, err := first.getCandidates(ctx, "", r.gateQuery())
 	if err != nil {
 		total.fail("GET /allocation_candidates (gate, first answer): " + err.Error())
 		return makePhase(PhaseGate, 0, total, rec)
 	}
 	total.answer = len(ac.AllocationRequests)
-	wantLen := len(firstRes.body)
+	wantLen := ac.size
 	cpu0, cpuOK := treeCPU(r.cfg.ServerPIDs)
 	start := time.Now()
 	for i := 0; i < GateClients; i++ {

@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/internal/testcluster"
-
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // startPlacementd runs a single-node placementd in process: real Raft

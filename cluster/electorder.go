@@ -53,8 +53,10 @@ import (
 // leaders or a leader with a shorter log, and a starter that misjudges
 // (a slow link to a live leader) only sends pre-votes that voters who
 // still hear the leader refuse. When the starter dies with the leader,
-// the others notice on their own (doubled) timers and the turns still
-// apply. Config.PlainElections turns it off (raft's timers and the nudge
+// the next voter in the order takes over a turn's slot after the
+// starter's time (checkAfter), the one after it a slot later, so the
+// double failure costs a slot or two, not the waiters' doubled timers.
+// Config.PlainElections turns it off (raft's timers and the nudge
 // of nudge.go only).
 
 // electionOrder is the order in which the voters other than leader join a
@@ -132,39 +134,35 @@ func turnSlot(heartbeat, maxRTT time.Duration) time.Duration {
 // its followers every tenth to fifth of it).
 func starterAfter(heartbeat time.Duration) time.Duration { return heartbeat + heartbeat/10 }
 
-// electionRole is what this node does when its leader goes silent.
-type electionRole int
-
-const (
-	roleNone    electionRole = iota // not a following voter, or no leader known
-	roleStarter                     // first in the election order
-	roleWaiter                      // later in the order
-)
-
-// electionRole looks up this node's place in the election order for the
-// leader it follows.
-func (n *Node) electionRole() electionRole {
+// electionPlace is this node's place in the election order for the leader
+// it follows: 0 for the starter, -1 when it is not a following voter or
+// knows no leader.
+func (n *Node) electionPlace() int {
 	_, leader := n.Raft.LeaderWithID()
 	fut := n.Raft.GetConfiguration()
 	if leader == "" || fut.Error() != nil {
-		return roleNone
+		return -1
 	}
-	for i, id := range n.electionOrder(fut.Configuration(), leader) {
-		if id == raft.ServerID(n.cfg.NodeID) {
-			if i == 0 {
-				return roleStarter
-			}
-			return roleWaiter
-		}
-	}
-	return roleNone
+	return slices.Index(n.electionOrder(fut.Configuration(), leader), raft.ServerID(n.cfg.NodeID))
+}
+
+// checkAfter is the silence after which the voter at place in the order
+// checks the leader itself: the starter at starterAfter, each later one a
+// turn's slot per place after it. Normally a campaign of the one before it
+// arrives first and it joins that (nudge.go) instead; when the voters
+// before it died with the leader (a shared rack, zone or power feed: the
+// starter is found down only by probes, which stop once the leader goes
+// quiet), the first survivor in the order starts after a few slots
+// instead of on its doubled timers.
+func checkAfter(place int, heartbeat, slot time.Duration) time.Duration {
+	return starterAfter(heartbeat) + time.Duration(place)*slot
 }
 
 func (n *Node) regionOf(id raft.ServerID) string { return n.meta.member(string(id)).Region }
 
 // orderElections keeps this node's timers to its place in the election
-// order and, as the starter, checks the leader once it has been silent
-// for starterAfter.
+// order and checks the leader once it has been silent for its place's
+// checkAfter (the starter's starterAfter).
 func (n *Node) orderElections() {
 	defer n.done.Done()
 	hb := n.timing.Heartbeat
@@ -175,15 +173,15 @@ func (n *Node) orderElections() {
 		case raft.Leader:
 			n.timers.follow(false)
 		case raft.Follower:
-			role := n.electionRole()
-			n.timers.follow(role == roleWaiter)
-			if role != roleStarter {
+			place := n.electionPlace()
+			n.timers.follow(place > 0)
+			if place < 0 {
 				break
 			}
 			silent := time.Since(n.Raft.LastContact())
-			if wait = starterAfter(hb) - silent; wait <= 0 {
-				n.cfg.Logger.Info("first in the election order and the leader has been silent: checking the leader now",
-					"silent", silent.Round(time.Millisecond).String())
+			if wait = checkAfter(place, hb, turnSlot(hb, n.peers.maxRTT())) - silent; wait <= 0 {
+				n.cfg.Logger.Info("the leader has been silent past this node's turn in the election order: checking the leader now",
+					"place", place, "silent", silent.Round(time.Millisecond).String())
 				n.timers.checkNow(true)
 				wait = hb
 			}

@@ -127,7 +127,7 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 		// Redirects are the client's business: relay them.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	h.followerReads = newSharedRounds(h.readIndexRound)
+	h.followerReads = newSharedRounds(func() (uint64, error) { return 0, h.readIndexRound() })
 	h.pace.poke = make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	n.done.Add(2)

@@ -107,8 +107,12 @@ type Node struct {
 	done      sync.WaitGroup
 
 	mu          sync.Mutex
-	readyTerm   uint64 // term whose barrier has completed
-	barrierWait chan struct{}
+	readyTerm   uint64      // term whose barrier has completed
+	barrierWait *barrierRun // the barrier in flight, if any
+
+	// roundStarts, when set (tests), runs as each leadership round
+	// starts, before it reads the term it will confirm.
+	roundStarts atomic.Pointer[func()]
 
 	// Concurrent reads share leadership checks (verifyLeader), which
 	// count only fresh acknowledgements (readacks.go).
@@ -158,7 +162,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
 		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
-	n.verify = newSharedRounds(func() error { return n.confirmLeadership(context.Background()) })
+	n.verify = newSharedRounds(func() (uint64, error) { return n.confirmLeadership(context.Background()) })
 	n.meta.onApply = n.notifyApplied
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -464,15 +468,24 @@ func (n *Node) awaitLeadership(ctx context.Context) error {
 // fresh acknowledgements (confirmLeadership) after noting the commit index
 // (readIndex), and the state includes that index (a sole voter's own read:
 // the index it has exposed to other servers, see readIndex). It counts as
-// a confirmation of this node's state (readindex.go).
+// a confirmation of this node's state (readindex.go). When this node was
+// elected again while the index was being confirmed (errTermMoved), it
+// notes a new one in its new term.
 func (n *Node) ReadBarrier(ctx context.Context) error {
 	asked := sinceBoot()
-	if err := n.awaitLeadership(ctx); err != nil {
-		return err
-	}
-	commit, err := n.readIndex(ctx, "", 0)
-	if err != nil {
-		return err
+	var commit uint64
+	for {
+		if err := n.awaitLeadership(ctx); err != nil {
+			return err
+		}
+		var err error
+		commit, err = n.readIndex(ctx, "", 0)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errTermMoved) {
+			return err
+		}
 	}
 	if err := n.waitState(ctx, commit); err != nil {
 		return err
@@ -497,35 +510,55 @@ func (n *Node) notifyApplied() {
 }
 
 // termBarrier makes sure a Barrier has gone through the log in the current
-// term, so that everything committed by earlier leaders is applied here.
-func (n *Node) termBarrier() error {
-	term := n.currentTerm()
-	n.mu.Lock()
-	if n.readyTerm == term {
+// term, so that everything committed by earlier leaders is applied here,
+// and returns that term. Callers share one barrier in flight and wait for
+// it only as long as ctx allows: raft's Barrier timeout bounds only its
+// enqueueing, and a barrier that does not apply (a state machine held up,
+// a log that forged appends confused) must not hold every read past its
+// deadline.
+func (n *Node) termBarrier(ctx context.Context) (uint64, error) {
+	for {
+		term := n.currentTerm()
+		n.mu.Lock()
+		if n.readyTerm == term {
+			n.mu.Unlock()
+			return term, nil
+		}
+		b := n.barrierWait
+		if b == nil {
+			b = &barrierRun{done: make(chan struct{})}
+			n.barrierWait = b
+			go n.runBarrier(term, b)
+		}
 		n.mu.Unlock()
-		return nil
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		if b.err != nil {
+			return 0, ErrNotLeader
+		}
 	}
-	if wait := n.barrierWait; wait != nil {
-		n.mu.Unlock()
-		<-wait
-		return n.termBarrier()
-	}
-	wait := make(chan struct{})
-	n.barrierWait = wait
-	n.mu.Unlock()
+}
 
+// barrierRun is one Barrier through the log; err is set before done closes.
+type barrierRun struct {
+	done chan struct{}
+	err  error
+}
+
+// runBarrier runs b for term and notes the term ready if it went through.
+func (n *Node) runBarrier(term uint64, b *barrierRun) {
 	err := n.Raft.Barrier(n.cfg.ApplyTimeout).Error()
 	n.mu.Lock()
-	if err == nil {
+	if err == nil && term > n.readyTerm {
 		n.readyTerm = term
 	}
 	n.barrierWait = nil
 	n.mu.Unlock()
-	close(wait)
-	if err != nil {
-		return ErrNotLeader
-	}
-	return nil
+	b.err = err
+	close(b.done)
 }
 
 func (n *Node) currentTerm() uint64 { return n.Raft.CurrentTerm() }
@@ -574,10 +607,11 @@ func (n *Node) closeStores() {
 }
 
 // verifyLeader confirms leadership with a round that starts after the
-// call, shared with concurrent callers (sharedRounds): every read is
-// covered by a round begun after it noted the commit index. A round costs
+// call, shared with concurrent callers (sharedRounds), and returns the
+// term the round confirmed: every read is covered by a round begun after
+// it noted the commit index. A round costs
 // a round trip to a quorum; under load one round serves many reads.
-func (n *Node) verifyLeader(ctx context.Context) error {
+func (n *Node) verifyLeader(ctx context.Context) (uint64, error) {
 	return n.verify.join(ctx)
 }
 

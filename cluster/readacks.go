@@ -56,9 +56,16 @@ type ackTracker struct {
 	// (see Node.readIndex).
 	exposed atomic.Uint64
 
-	mu    sync.Mutex
-	acks  map[raft.ServerID]peerAck
-	newer uint64        // highest term a reply reported above its request's
+	mu   sync.Mutex
+	acks map[raft.ServerID]peerAck
+	// newer is, per peer, the newest request whose reply reported a term
+	// above the request's (term: the reply's). Only a round that began
+	// before that request was sent fails for it: a reply to an older
+	// request says nothing about now, and a peer may hold a term the
+	// voters never adopted (its pre-vote passed, its vote was refused;
+	// raft does not adopt that term when it steps down), so one global
+	// mark would fail every read until the leader's own term passed it.
+	newer map[raft.ServerID]peerAck
 	wake  chan struct{} // closed (and replaced) when anything above changes
 }
 
@@ -69,7 +76,7 @@ type peerAck struct {
 }
 
 func newAckTracker() *ackTracker {
-	return &ackTracker{acks: map[raft.ServerID]peerAck{}, wake: make(chan struct{})}
+	return &ackTracker{acks: map[raft.ServerID]peerAck{}, newer: map[raft.ServerID]peerAck{}, wake: make(chan struct{})}
 }
 
 // mark returns a sequence number below every request sent from now on.
@@ -81,8 +88,8 @@ func (a *ackTracker) record(id raft.ServerID, seq uint64, req *raft.AppendEntrie
 	defer a.mu.Unlock()
 	switch {
 	case resp.Term > req.Term:
-		if resp.Term > a.newer {
-			a.newer = resp.Term
+		if cur := a.newer[id]; seq > cur.seq {
+			a.newer[id] = peerAck{seq: seq, term: resp.Term}
 		}
 	case resp.Term == req.Term && resp.Success:
 		if cur := a.acks[id]; seq > cur.seq {
@@ -112,18 +119,21 @@ var errNewerTerm = errors.New("a peer answered with a newer term")
 // quorum reports whether the voters other than self that accepted term in
 // replies to requests numbered above from, plus self if it votes, are a
 // majority of voters. It also returns the channel that is closed at the
-// next change, and errNewerTerm once any reply showed a term above term.
+// next change, and errNewerTerm once a reply to a request numbered above
+// from showed a term above term.
 func (a *ackTracker) quorum(self raft.ServerID, voters []raft.ServerID, term, from uint64) (bool, <-chan struct{}, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.newer > term {
-		return false, nil, errNewerTerm
-	}
 	votes := 0
 	for _, id := range voters {
 		if id == self {
 			votes++
-		} else if ack := a.acks[id]; ack.term == term && ack.seq > from {
+			continue
+		}
+		if nw := a.newer[id]; nw.seq > from && nw.term > term {
+			return false, nil, errNewerTerm
+		}
+		if ack := a.acks[id]; ack.term == term && ack.seq > from {
 			votes++
 		}
 	}
@@ -210,9 +220,12 @@ func trackAcks(trans raft.Transport, acks *ackTracker) raft.Transport {
 	return t
 }
 
-// confirmLeadership runs one confirmation round (see above): it succeeds
-// once a quorum of voters accepted this node's current term in replies to
-// requests sent after the round began. The round sends those requests
+// confirmLeadership runs one confirmation round (see above): it succeeds,
+// returning the term it confirmed, once a quorum of voters accepted this
+// node's current term in replies to requests sent after the round began.
+// The term is the one current when the round starts, which may be newer
+// than the term a read noted its index in: the caller compares them
+// (readIndex). The round sends those requests
 // itself: a heartbeat (an AppendEntries with no entries and no log
 // position, exactly what raft's own heartbeat goroutine sends) to every
 // other voter, again after a short pause while one fails. Raft's own
@@ -222,14 +235,17 @@ func trackAcks(trans raft.Transport, acks *ackTracker) raft.Transport {
 // quorum answers within the apply timeout. A leader cut off from a quorum
 // steps down by itself after the leader lease timeout, so a round fails
 // that soon in a partition; the bound only caps the unforeseen.
-func (n *Node) confirmLeadership(ctx context.Context) error {
+func (n *Node) confirmLeadership(ctx context.Context) (uint64, error) {
+	if hook := n.roundStarts.Load(); hook != nil {
+		(*hook)()
+	}
 	if n.Raft.State() != raft.Leader {
-		return ErrNotLeader
+		return 0, ErrNotLeader
 	}
 	term := n.Raft.CurrentTerm()
 	cfut := n.Raft.GetConfiguration()
 	if err := cfut.Error(); err != nil {
-		return ErrNotLeader
+		return 0, ErrNotLeader
 	}
 	self := raft.ServerID(n.cfg.NodeID)
 	var voters []raft.ServerID
@@ -250,24 +266,24 @@ func (n *Node) confirmLeadership(ctx context.Context) error {
 	}
 	for {
 		if n.Raft.State() != raft.Leader || n.Raft.CurrentTerm() != term {
-			return ErrNotLeader
+			return 0, ErrNotLeader
 		}
 		ok, wake, err := n.acks.quorum(self, voters, term, from)
 		if err != nil {
-			return ErrNotLeader
+			return 0, ErrNotLeader
 		}
 		if ok {
-			return nil
+			return term, nil
 		}
 		select {
 		case <-wake:
 		case <-rctx.Done():
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return 0, ctx.Err()
 			}
-			return ErrNotLeader
+			return 0, ErrNotLeader
 		case <-n.stop:
-			return ErrNotLeader
+			return 0, ErrNotLeader
 		}
 	}
 }

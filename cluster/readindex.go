@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -91,16 +92,29 @@ func (n *Node) waitState(ctx context.Context, index uint64) error {
 // this term as it asked (askerTerm): with this node it makes a quorum of
 // a 3-voter cluster, and the read index then costs no round of its own
 // (see docs/design.md). ErrNotLeader when this node does not lead or
-// cannot confirm that it does.
+// cannot confirm that it does; errTermMoved (an ErrNotLeader) when its
+// term changed between the barrier, the note and the confirmation.
+//
+// Every index returned was the commit index at a moment when this node
+// led term T, after T's barrier, and a quorum acknowledged a message of
+// term T sent after that moment: the barrier's term, the noted term and
+// the confirmed term must all be T. A round confirms the term current
+// when it starts, which is newer than the note's when this node lost and
+// won leadership in between; its quorum then says nothing about the
+// note's moment (writes of the term in between may be missing).
 func (n *Node) readIndex(ctx context.Context, asker raft.ServerID, askerTerm uint64) (uint64, error) {
 	if n.Raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
-	if err := n.termBarrier(); err != nil {
+	ready, err := n.termBarrier(ctx)
+	if err != nil {
 		return 0, err
 	}
 	term := n.Raft.CurrentTerm()
 	commit := n.Raft.CommitIndex()
+	if term != ready {
+		return 0, errTermMoved
+	}
 	if askerTerm == term && n.quorumWith(asker) {
 		// This node's own acknowledgement: leading in the same term after
 		// the index was noted.
@@ -130,11 +144,19 @@ func (n *Node) readIndex(ctx context.Context, asker raft.ServerID, askerTerm uin
 		}
 		return commit, nil
 	}
-	if err := n.verifyLeader(ctx); err != nil {
+	confirmed, err := n.verifyLeader(ctx)
+	if err != nil {
 		return 0, err
+	}
+	if confirmed != term {
+		return 0, errTermMoved
 	}
 	return commit, nil
 }
+
+// errTermMoved: this node's term changed while a read index was noted and
+// confirmed. The node may lead again; a new read index is then good.
+var errTermMoved = fmt.Errorf("%w: the term changed while the read index was confirmed", ErrNotLeader)
 
 // soleVoter reports whether this node is the only voter of the latest
 // configuration (committed or not).

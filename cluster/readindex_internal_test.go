@@ -23,13 +23,13 @@ func TestSharedRoundsStartAfterTheCall(t *testing.T) {
 	var mu sync.Mutex
 	var starts []time.Time
 	var runs atomic.Int64
-	s := newSharedRounds(func() error {
+	s := newSharedRounds(func() (uint64, error) {
 		mu.Lock()
 		starts = append(starts, time.Now())
 		mu.Unlock()
 		runs.Add(1)
 		time.Sleep(2 * time.Millisecond) // about time: a round takes a while, so callers pile up behind it
-		return nil
+		return 0, nil
 	})
 	const callers = 200
 	var wg sync.WaitGroup
@@ -39,7 +39,7 @@ func TestSharedRoundsStartAfterTheCall(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			called := time.Now()
-			if err := s.join(context.Background()); err != nil {
+			if _, err := s.join(context.Background()); err != nil {
 				late <- err.Error()
 				return
 			}

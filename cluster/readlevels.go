@@ -150,7 +150,7 @@ func (h *Handler) followerRead(w http.ResponseWriter, r *http.Request) bool {
 			case <-ctx.Done():
 			}
 		} else {
-			err := h.followerReads.join(ctx)
+			_, err := h.followerReads.join(ctx)
 			if err == nil {
 				h.serveLocal(w, r, h.api, levelLinearizable, true)
 				return true
@@ -340,7 +340,8 @@ func (h *Handler) confirm(ctx context.Context) error {
 		defer cancel()
 		return h.node.ReadBarrier(ctx)
 	}
-	return h.followerReads.join(ctx)
+	_, err := h.followerReads.join(ctx)
+	return err
 }
 
 var (

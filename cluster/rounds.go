@@ -14,8 +14,10 @@ import (
 // after the call: what the round establishes holds for every caller in
 // it. Under load one round serves many callers, and up to maxRounds
 // rounds overlap so that a caller waits for little more than one round.
+// A round may also return a value every caller in it gets (the term a
+// leader's round confirmed).
 type sharedRounds struct {
-	run func() error // one round; safe to run concurrently with itself
+	run func() (uint64, error) // one round; safe to run concurrently with itself
 
 	mu      sync.Mutex
 	next    *round // the round callers join; nil until one does
@@ -36,15 +38,16 @@ type sharedRounds struct {
 // round is one run of the check, shared by the callers that joined it.
 type round struct {
 	done chan struct{}
+	val  uint64
 	err  error
 }
 
-func newSharedRounds(run func() error) *sharedRounds {
+func newSharedRounds(run func() (uint64, error)) *sharedRounds {
 	return &sharedRounds{run: run, freed: make(chan struct{})}
 }
 
 // join waits for the result of a round that starts after the call.
-func (s *sharedRounds) join(ctx context.Context) error {
+func (s *sharedRounds) join(ctx context.Context) (uint64, error) {
 	s.mu.Lock()
 	if s.next == nil {
 		s.next = &round{done: make(chan struct{})}
@@ -57,9 +60,9 @@ func (s *sharedRounds) join(ctx context.Context) error {
 	s.mu.Unlock()
 	select {
 	case <-r.done:
-		return r.err
+		return r.val, r.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 
@@ -101,7 +104,7 @@ func (s *sharedRounds) loop() {
 		s.started.Add(1)
 		s.last = time.Now()
 		go func(start time.Time) {
-			r.err = s.run()
+			r.val, r.err = s.run()
 			close(r.done)
 			if r.err == nil {
 				d := int64(time.Since(start))

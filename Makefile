@@ -71,7 +71,7 @@ soak:
 FREEZE_TRIALS ?= 60
 .PHONY: freeze-check
 freeze-check:
-	$(GO) test -count=1 -timeout 0 -run '^TestFreeze$$' ./cluster/faults/ -v -args -faults.freeze $(FREEZE_TRIALS)
+	$(GO) test -count=1 -timeout 0 -run '^TestFreeze(TransferBack)?$$' ./cluster/faults/ -v -args -faults.freeze $(FREEZE_TRIALS)
 
 # The linearizability check on a WAN (cluster/faults TestWAN): 5 voters over
 # regions a,a,b,b,c with Raft links WAN_CHECK_RTT apart (± 30 ms), on the

@@ -40,6 +40,11 @@ type FreezeConfig struct {
 	RecoveryTimeout time.Duration
 	Seed            int64
 	Logf            func(format string, args ...any)
+	// TransferBack makes the new leader hand leadership back to the woken
+	// leader as soon as it wakes, with the reads queued at it: it leads
+	// again in a newer term while its reads were noted in the old one
+	// (issue 32: a round of the new term must not confirm them).
+	TransferBack bool
 }
 
 // FreezeReport is the outcome of a freeze run.
@@ -281,6 +286,9 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 	if err := old.Resume(); err != nil {
 		return err
 	}
+	if cfg.TransferBack {
+		c.transferBack(wctx, w.h.start, leader, old)
+	}
 	reads.Wait()
 
 	want := w.knownGeneration(consumer)
@@ -320,4 +328,20 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 		w.h.add(porcupine.Operation{ClientId: w.h.newClientID(), Input: in, Call: a.call, Output: out, Return: a.ret})
 	}
 	return nil
+}
+
+// transferBack asks leader to hand leadership to to, again while it
+// refuses (to may not have caught up yet), until it succeeds or ctx ends.
+func (c *testCluster) transferBack(ctx context.Context, start time.Time, leader, to *testcluster.Proc) {
+	for ctx.Err() == nil {
+		res, err := leader.Client().TransferLeadership(ctx, to.ID)
+		if err == nil {
+			c.event(start, "freeze", "leadership handed back to %s (%+v)", to.ID, res)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -42,6 +42,38 @@ func TestFreeze(t *testing.T) {
 	}
 }
 
+// TestFreezeTransferBack: the same freeze, and the woken leader is made
+// the leadership-transfer target at once, with the reads queued at it: it
+// leads again in a newer term, and none of the reads it noted an index
+// for in its old term may be answered from that index (issue 32).
+func TestFreezeTransferBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection: runs a placementd cluster")
+	}
+	t.Parallel()
+	trials := 4
+	if *freezeTrials > 0 {
+		trials = *freezeTrials
+	}
+	rep, err := RunFreeze(context.Background(), FreezeConfig{
+		Bin: testcluster.Binary(t), Dir: t.TempDir(), Trials: trials, ReadsPerTrial: 25, MaxDelay: 25 * time.Millisecond,
+		TransferBack: true, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(rep)
+	for _, v := range rep.Violations {
+		t.Error(v)
+	}
+	if rep.Failed() {
+		t.Fatalf("freeze with transfer back: %s", rep)
+	}
+	if rep.ServedByOld == 0 {
+		t.Fatalf("the woken leader answered no read itself: the scenario did not run (%s)", rep)
+	}
+}
+
 // TestFreezeCatchesStaleReads proves the freeze check can fail: in the
 // faults_broken_reads build every node answers reads from its own state,
 // so the woken leader serves reads that miss the new leader's write.

@@ -571,11 +571,13 @@ func (s *Server) keystoneAuth(next http.Handler) http.Handler {
 	})
 }
 
-// reject is keystonemiddleware's 401, body and headers as it sends them.
+// reject is keystonemiddleware's 401, body and headers as it sends them:
+// its Content-Type has no charset (webob adds one only to text and XML
+// types, whatever charset the middleware passes).
 func (k *keystone) reject(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("WWW-Authenticate", `Keystone uri="`+k.cfg.WWWAuthenticateURI+`"`)
-	h.Set("Content-Type", "application/json; charset=UTF-8")
+	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusUnauthorized)
 	io.WriteString(w, `{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`)
 }

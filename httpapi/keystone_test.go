@@ -340,7 +340,7 @@ func TestKeystoneIntegration(t *testing.T) {
 			if got, want := r.header.Get("WWW-Authenticate"), `Keystone uri="`+env.AuthURL+`"`; got != want {
 				t.Errorf("%s: WWW-Authenticate %q, want %q", name, got, want)
 			}
-			if ct := r.header.Get("Content-Type"); ct != "application/json; charset=UTF-8" {
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("%s: Content-Type %q", name, ct)
 			}
 		}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -22,11 +23,25 @@ type fakeKeystone struct {
 	hold chan struct{}
 	// started is told of every validation as it begins.
 	started chan string
+	// open is the connections open to it now, maxOpen the most at once.
+	open, maxOpen int
 }
 
 func newFakeKeystone(t *testing.T) (*fakeKeystone, string) {
 	f := &fakeKeystone{calls: map[string]int{}, started: make(chan string, 1000)}
-	srv := httptest.NewServer(f)
+	srv := httptest.NewUnstartedServer(f)
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch state {
+		case http.StateNew:
+			f.open++
+			f.maxOpen = max(f.maxOpen, f.open)
+		case http.StateClosed, http.StateHijacked:
+			f.open--
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return f, srv.URL + "/v3"
 }
@@ -56,7 +71,12 @@ func (f *fakeKeystone) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		w.Header().Set("X-Subject-Token", "svc")
 		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(token(future, "placement", "service"))
+		svc := token(future, "placement", "service")
+		// Tokens are validated at the catalog's internal identity
+		// endpoint: this stand-in.
+		svc["token"].(map[string]any)["catalog"] = []any{map[string]any{"type": "identity", "endpoints": []any{
+			map[string]string{"interface": "internal", "region_id": "RegionOne", "url": "http://" + r.Host + "/v3"}}}}
+		json.NewEncoder(w).Encode(svc)
 		return
 	}
 	if r.Header.Get("X-Auth-Token") != "svc" {

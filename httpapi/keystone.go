@@ -75,7 +75,13 @@ type KeystoneConfig struct {
 	// roots); KeystoneTLS builds it from [keystone_authtoken]'s cafile,
 	// certfile, keyfile and insecure.
 	TLS *tls.Config
-	// HTTPClient talks to Keystone (default: one with Timeout and TLS).
+	// MaxValidations bounds the calls to Keystone in flight at once
+	// (0: DefaultMaxKeystoneValidations; negative: no bound). A request
+	// whose token is not cached waits for a place until its deadline,
+	// then is answered 503; cached tokens never wait.
+	MaxValidations int
+	// HTTPClient talks to Keystone (default: one with Timeout, TLS and
+	// at most MaxValidations connections).
 	HTTPClient *http.Client
 }
 
@@ -126,6 +132,9 @@ type keystone struct {
 	authBase string // AuthURL's v3 endpoint, no trailing slash
 	client   *http.Client
 	now      func() time.Time
+	// slots holds a place for each call to Keystone in flight (nil: no
+	// bound).
+	slots chan struct{}
 
 	mu         sync.Mutex
 	svcToken   string
@@ -163,6 +172,11 @@ const (
 	// default: short, since a refusal for a passing reason (a token used
 	// a moment before Keystone knows it) should not last.
 	DefaultInvalidTokenCacheTime = 10 * time.Second
+	// DefaultMaxKeystoneValidations is KeystoneConfig.MaxValidations'
+	// default: ample for the tokens a node has not seen yet (most
+	// requests find theirs cached), far below what exhausts a node's
+	// descriptors or a Keystone's workers.
+	DefaultMaxKeystoneValidations = 50
 )
 
 // errInvalidToken: Keystone does not know the token, or it has expired.
@@ -177,6 +191,10 @@ var errServiceTokenRoles = errors.New("the service token has none of the service
 type keystoneUnavailable struct{ err error }
 
 func (e *keystoneUnavailable) Error() string { return "keystone unavailable: " + e.err.Error() }
+
+// errValidationsBusy: no place for another call to Keystone came before
+// the request's deadline.
+var errValidationsBusy = errors.New("too many Keystone validations in flight")
 
 // v3Base is the v3 API under an identity endpoint given with or without
 // its version.
@@ -213,13 +231,24 @@ func newKeystone(cfg KeystoneConfig) *keystone {
 	if cfg.InvalidTokenCacheTime == 0 {
 		cfg.InvalidTokenCacheTime = DefaultInvalidTokenCacheTime
 	}
+	if cfg.MaxValidations == 0 {
+		cfg.MaxValidations = DefaultMaxKeystoneValidations
+	}
 	client := cfg.HTTPClient
 	if client == nil {
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		transport.TLSClientConfig = cfg.TLS
+		if cfg.MaxValidations > 0 {
+			// Belt and braces: the slots already bound the calls.
+			transport.MaxConnsPerHost = cfg.MaxValidations
+			transport.MaxIdleConnsPerHost = cfg.MaxValidations
+		}
 		client = &http.Client{Timeout: cfg.Timeout, Transport: transport}
 	}
 	k := &keystone{cfg: cfg, authBase: v3Base(cfg.AuthURL), client: client, now: time.Now}
+	if cfg.MaxValidations > 0 {
+		k.slots = make(chan struct{}, cfg.MaxValidations)
+	}
 	k.sizeCaches(maxCachedTokens)
 	return k
 }
@@ -423,6 +452,16 @@ func (k *keystone) fetch(ctx context.Context, token string, allowExpired bool) (
 		}
 	}
 	ch := k.flights.DoChan(q.flightKey(), func() (any, error) {
+		// A place among the calls in flight, waited for until the
+		// deadline of the request that started the call.
+		if k.slots != nil {
+			select {
+			case k.slots <- struct{}{}:
+				defer func() { <-k.slots }()
+			case <-ctx.Done():
+				return nil, errValidationsBusy
+			}
+		}
 		// The call outlives a client that goes away: others may wait on it.
 		cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timeout)
 		defer cancel()
@@ -675,6 +714,13 @@ func (s *Server) keystoneAuth(next http.Handler) http.Handler {
 		switch {
 		case errors.As(err, &unavailable):
 			s.cfg.Logger.Error("unable to validate token", "error", err, "request_id", infoOf(r).id)
+			renderError(w, r, http.StatusServiceUnavailable, "The Keystone service is temporarily unavailable.", "", formatWebobJSON)
+			return
+		case errors.Is(err, errValidationsBusy) || r.Context().Err() != nil:
+			// No place among the validations in flight, or the request's
+			// deadline (or client) went while it waited for one: the
+			// same answer as a Keystone that cannot be asked.
+			s.cfg.Logger.Info("unable to validate token", "error", err, "request_id", infoOf(r).id)
 			renderError(w, r, http.StatusServiceUnavailable, "The Keystone service is temporarily unavailable.", "", formatWebobJSON)
 			return
 		case err != nil:

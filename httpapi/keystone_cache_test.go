@@ -3,12 +3,17 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // The token cache, against a small stand-in for Keystone's token API (the
@@ -209,5 +214,63 @@ func TestKeystoneCacheBound(t *testing.T) {
 	}
 	if n := k.valid.Len(); n != 1 {
 		t.Fatalf("%d valid tokens cached, want 1", n)
+	}
+}
+
+// Calls to Keystone in flight are bounded (KeystoneConfig.MaxValidations):
+// many distinct tokens against a Keystone that never answers hold at
+// most the bound of connections to it, the requests waiting for a place
+// are answered 503 at their deadline, and a cached token is answered at
+// once all the while.
+func TestKeystoneValidationsBounded(t *testing.T) {
+	f, url := newFakeKeystone(t)
+	const bound, tokens = 8, 200
+	node := testcluster.OpenNode(t, cluster.Config{}, nil)
+	ks := KeystoneConfig{AuthURL: url, Username: "placement", Password: "pw", MaxValidations: bound}
+	base := testcluster.Serve(t, New(node, Config{Keystone: &ks, RequestTimeout: 3 * time.Second, Logger: slog.New(slog.DiscardHandler)})).URL
+	if r := call(t, base, "GET", "/resource_providers", "good", "", ""); r.status != 200 {
+		t.Fatalf("good token: %d %s", r.status, r.body)
+	}
+	<-f.started
+
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // before the stand-in's server closes
+	f.mu.Lock()
+	f.hold = hold
+	f.mu.Unlock()
+	answers := make(chan rawResp, tokens)
+	for i := 0; i < tokens; i++ {
+		go func() { answers <- call(t, base, "GET", "/resource_providers", fmt.Sprintf("slow-%d", i), "", "") }()
+	}
+	for i := 0; i < bound; i++ {
+		select {
+		case <-f.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d validations reached Keystone, want %d", i, bound)
+		}
+	}
+	// Keystone is saturated and requests wait: a cached token does not.
+	start := time.Now()
+	if r := call(t, base, "GET", "/resource_providers", "good", "", ""); r.status != 200 {
+		t.Fatalf("cached token while Keystone hangs: %d %s", r.status, r.body)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("cached token while Keystone hangs took %s", d)
+	}
+	for i := 0; i < tokens; i++ {
+		r := <-answers
+		if r.status != 503 || !strings.Contains(r.body, "The Keystone service is temporarily unavailable.") {
+			t.Fatalf("a token Keystone never answers for: %d %s", r.status, r.body)
+		}
+	}
+	f.mu.Lock()
+	validations, maxOpen := 0, f.maxOpen
+	for _, n := range f.calls {
+		validations += n
+	}
+	f.mu.Unlock()
+	if validations > bound+1 || maxOpen > bound {
+		t.Errorf("%d distinct tokens: %d validations reached Keystone, %d connections at most; bound %d", tokens, validations-1, maxOpen, bound)
 	}
 }

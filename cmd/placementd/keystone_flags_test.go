@@ -35,8 +35,8 @@ func TestKeystoneFlags(t *testing.T) {
 		}
 	}
 	k, err := keystone()
-	if err != nil || k.TLS != nil || k.Interface != "internal" {
-		t.Fatalf("defaults: TLS %v, interface %q, %v", k.TLS, k.Interface, err)
+	if err != nil || k.TLS != nil || k.Interface != "internal" || k.MaxValidations != httpapi.DefaultMaxKeystoneValidations {
+		t.Fatalf("defaults: TLS %v, interface %q, max validations %d, %v", k.TLS, k.Interface, k.MaxValidations, err)
 	}
 	k, err = keystone("--keystone-cafile", ca, "--keystone-certfile", cert, "--keystone-keyfile", key)
 	if err != nil || k.TLS == nil || k.TLS.RootCAs == nil || len(k.TLS.Certificates) != 1 || k.TLS.InsecureSkipVerify {

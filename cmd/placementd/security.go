@@ -64,6 +64,7 @@ func (c *securityFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.keystoneInvalidCacheTime, "keystone-invalid-token-cache-time", httpapi.DefaultInvalidTokenCacheTime, "how long a token Keystone refused is refused again without asking it (a client repeating a bogus token costs one validation per this time); 0 disables; off too when --keystone-token-cache-time is negative")
 	fs.StringVar(&c.keystoneServiceRoles, "keystone-service-token-roles", "service", "comma-separated roles that let an X-Service-Token carry an expired user token ([keystone_authtoken] service_token_roles)")
 	fs.BoolVar(&k.ServiceTokenRolesRequired, "keystone-service-token-roles-required", false, "refuse (401) a request whose X-Service-Token has none of --keystone-service-token-roles ([keystone_authtoken] service_token_roles_required)")
+	fs.IntVar(&k.MaxValidations, "keystone-max-validations", httpapi.DefaultMaxKeystoneValidations, "calls to Keystone in flight at once; a request whose token is not cached waits for a place until its deadline, then gets 503 (cached tokens never wait); 0 or less: no bound")
 	fs.StringVar(&k.ServiceType, "keystone-service-type", "", "Placement's service type in the catalog (placement), needed to accept application credentials restricted by access rules ([keystone_authtoken] service_type)")
 	fs.DurationVar(&k.Timeout, "keystone-timeout", 10*time.Second, "bound on each request to Keystone ([keystone_authtoken] http_connect_timeout)")
 
@@ -163,6 +164,9 @@ func (c *securityFlags) keystoneConfig() (*httpapi.KeystoneConfig, error) {
 		k.TokenCacheTime = httpapi.TokenCacheNoTimeLimit
 	case k.TokenCacheTime < 0:
 		k.TokenCacheTime = -1
+	}
+	if k.MaxValidations == 0 {
+		k.MaxValidations = -1 // the Config's zero means default
 	}
 	var err error
 	if k.TLS, err = httpapi.KeystoneTLS(c.keystoneCAFile, c.keystoneCertFile, c.keystoneKeyFile, c.keystoneInsecure); err != nil {

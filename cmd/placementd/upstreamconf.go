@@ -23,8 +23,9 @@ import (
 //
 // Where upstream's default differs from the flag's, a placement.conf
 // brings upstream's: [api] auth_strategy is keystone unless the file says
-// otherwise, and [oslo_policy] looks for policy.yaml and policy.d/ beside
-// the file, where oslo.policy finds them. A [placementd] section sets
+// otherwise, [oslo_policy] looks for policy.yaml and policy.d/ beside
+// the file, where oslo.policy finds them, and enforces scope and the new
+// defaults, as oslo.policy does since 2024.2. A [placementd] section sets
 // placementd's own flags (cluster, addresses), over the options above.
 
 const upstreamConfigFlag = "config-file"
@@ -186,8 +187,11 @@ func checkAuthType(v, _ string) (string, error) {
 // upstreamDefaults are upstream's defaults where they differ from the
 // flags': applied when the file does not set the option.
 var upstreamDefaults = map[string]map[string]string{
-	"api":         {"auth_strategy": "keystone"},
-	"oslo_policy": {"policy_file": "policy.yaml", "policy_dirs": "policy.d"},
+	"api": {"auth_strategy": "keystone"},
+	// enforce_*: oslo.policy's defaults since 2024.2 (4.4.0), the
+	// release whose policy placementd implements (docs/api-compat.md).
+	"oslo_policy": {"policy_file": "policy.yaml", "policy_dirs": "policy.d",
+		"enforce_scope": "true", "enforce_new_defaults": "true"},
 }
 
 // apply reads the file and sets the flags of fs it maps to.

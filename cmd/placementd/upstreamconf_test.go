@@ -175,6 +175,10 @@ func TestUpstreamConfigDefaultsAndPrecedence(t *testing.T) {
 	if c.authStrategy != "keystone" || c.policyFile != "" || c.policyDirs != "" {
 		t.Errorf("auth-strategy %q, policy-file %q, policy-dirs %q", c.authStrategy, c.policyFile, c.policyDirs)
 	}
+	// oslo.policy's defaults since 2024.2 (docs/api-compat.md).
+	if !c.policyEnforceScope || !c.policyEnforceNewDefaults {
+		t.Errorf("without [oslo_policy]: enforce_scope %v, enforce_new_defaults %v; upstream's defaults are true", c.policyEnforceScope, c.policyEnforceNewDefaults)
+	}
 
 	writeFileIn(t, dir, "policy.yaml", "{}\n")
 	yaml := writeFileIn(t, dir, "placementd.yaml", "max-allocation-candidates: 20\nlog-format: json\n")

@@ -716,7 +716,7 @@ func (s *Server) keystoneAuth(next http.Handler) http.Handler {
 			s.cfg.Logger.Error("unable to validate token", "error", err, "request_id", infoOf(r).id)
 			renderError(w, r, http.StatusServiceUnavailable, "The Keystone service is temporarily unavailable.", "", formatWebobJSON)
 			return
-		case errors.Is(err, errValidationsBusy) || r.Context().Err() != nil:
+		case errors.Is(err, errValidationsBusy) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 			// No place among the validations in flight, or the request's
 			// deadline (or client) went while it waited for one: the
 			// same answer as a Keystone that cannot be asked.

@@ -52,3 +52,66 @@ func TestKeystoneFlags(t *testing.T) {
 		}
 	}
 }
+
+// The [keystone_authtoken] of docs/deploy.md's Kolla-Ansible and
+// OpenStack-Helm sections, with TLS to Keystone, start as they are: Kolla's
+// with its cafile pointed at the CA it copies into the container,
+// OpenStack-Helm's with the chart's keystone.caSecret, whose
+// --keystone-cafile (the YAML settings) wins over the file's cafile.
+func TestDeployedKeystoneTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, _, _ := testcluster.WritePEM(t, dir, "ks-")
+	kolla := writeFileIn(t, dir, "kolla.conf", `[keystone_authtoken]
+service_type = placement
+www_authenticate_uri = https://openstack.example.net:5000
+auth_url = https://10.0.0.10:5000
+auth_type = password
+project_domain_id = default
+user_domain_id = default
+project_name = service
+username = placement
+password = secret
+cafile = `+ca+`
+region_name = RegionOne
+memcache_security_strategy = ENCRYPT
+memcache_secret_key = secret
+memcached_servers = 10.0.0.11:11211,10.0.0.12:11211,10.0.0.13:11211
+`)
+	helm := writeFileIn(t, dir, "osh.conf", `[keystone_authtoken]
+auth_url = https://keystone-api.openstack.svc.cluster.local:5000/v3
+auth_type = password
+auth_version = v3
+region_name = RegionOne
+interface = internal
+project_name = service
+project_domain_name = service
+user_domain_name = service
+username = placement
+password = secret
+service_type = placement
+service_token_roles = service
+service_token_roles_required = true
+cafile = /etc/placement/certs/ca.crt
+memcache_security_strategy = ENCRYPT
+memcache_secret_key = secret
+memcached_servers = memcached.openstack.svc.cluster.local:11211
+`)
+	settings := writeFileIn(t, dir, "placementd.yaml", "keystone-cafile: "+ca+"\n")
+	for name, args := range map[string][]string{
+		"kolla":          {"--config-file", kolla},
+		"openstack-helm": {"--config-file", helm, "--config", settings},
+	} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		c := serveFlags(fs)
+		if err := configure(fs, args, true); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		k, err := c.security.keystoneConfig()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if k.TLS == nil || k.TLS.RootCAs == nil || k.RegionName != "RegionOne" || k.Interface != "internal" {
+			t.Errorf("%s: TLS %+v, region %q, interface %q", name, k.TLS, k.RegionName, k.Interface)
+		}
+	}
+}

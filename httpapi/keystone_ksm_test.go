@@ -155,6 +155,7 @@ func testAsKeystonemiddleware(t *testing.T, env *ksEnv, svc KeystoneConfig, toke
 			want := call(t, ksm[name], "GET", "/resource_providers", token(c.user), "", "", hdr...)
 			got := call(t, pd, "GET", "/resource_providers", token(c.user), "", "", hdr...)
 			what := fmt.Sprintf("%s: user token %q, service token %q", name, c.user, c.service)
+			t.Logf("%s: keystonemiddleware %d, placementd %d", what, want.status, got.status)
 			switch {
 			case want.status != 200 && want.status != 401:
 				t.Fatalf("%s: keystonemiddleware answered %d %s", what, want.status, want.body)

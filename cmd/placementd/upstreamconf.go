@@ -136,21 +136,23 @@ var upstreamOptions = map[string]map[string]upstreamOption{
 		"incomplete_consumer_user_id":               {"incomplete-consumer-user-id", asIs, false},
 	},
 	"keystone_authtoken": {
-		"auth_url":                     {"keystone-auth-url", asIs, false},
-		"username":                     {"keystone-username", asIs, false},
-		"password":                     {"keystone-password", asIs, false},
-		"project_name":                 {"keystone-project-name", asIs, false},
-		"user_domain_name":             {"keystone-user-domain-name", asIs, false},
-		"user_domain_id":               {"keystone-user-domain-id", asIs, false},
-		"project_domain_name":          {"keystone-project-domain-name", asIs, false},
-		"project_domain_id":            {"keystone-project-domain-id", asIs, false},
-		"www_authenticate_uri":         {"keystone-www-authenticate-uri", asIs, false},
-		"auth_uri":                     {"keystone-www-authenticate-uri", asIs, false}, // its deprecated name
-		"token_cache_time":             {"keystone-token-cache-time", asSeconds, false},
-		"service_token_roles":          {"keystone-service-token-roles", asList, false},
-		"service_type":                 {"keystone-service-type", asIs, false},
-		"http_connect_timeout":         {"keystone-timeout", asSeconds, false},
-		"auth_type":                    {"", checkAuthType, false},
+		"auth_url":             {"keystone-auth-url", asIs, false},
+		"username":             {"keystone-username", asIs, false},
+		"password":             {"keystone-password", asIs, false},
+		"project_name":         {"keystone-project-name", asIs, false},
+		"user_domain_name":     {"keystone-user-domain-name", asIs, false},
+		"user_domain_id":       {"keystone-user-domain-id", asIs, false},
+		"project_domain_name":  {"keystone-project-domain-name", asIs, false},
+		"project_domain_id":    {"keystone-project-domain-id", asIs, false},
+		"www_authenticate_uri": {"keystone-www-authenticate-uri", asIs, false},
+		"auth_uri":             {"keystone-www-authenticate-uri", asIs, false}, // its deprecated name
+		"token_cache_time":     {"keystone-token-cache-time", asSeconds, false},
+		"service_token_roles":  {"keystone-service-token-roles", asList, false},
+		"service_type":         {"keystone-service-type", asIs, false},
+		"http_connect_timeout": {"keystone-timeout", asSeconds, false},
+		"auth_type":            {"", checkAuthType, false},
+
+		// Where tokens are validated, and how service tokens count.
 		"service_token_roles_required": {"keystone-service-token-roles-required", asBool, false},
 		"interface":                    {"keystone-interface", asIs, false},
 		"region_name":                  {"keystone-region-name", asIs, false},
@@ -185,13 +187,12 @@ func checkAuthType(v, _ string) (string, error) {
 }
 
 // upstreamDefaults are upstream's defaults where they differ from the
-// flags': applied when the file does not set the option.
+// flags': applied when the file does not set the option. enforce_* are
+// oslo.policy's since 2024.2 (4.4.0), the release whose policy placementd
+// implements (docs/api-compat.md).
 var upstreamDefaults = map[string]map[string]string{
-	"api": {"auth_strategy": "keystone"},
-	// enforce_*: oslo.policy's defaults since 2024.2 (4.4.0), the
-	// release whose policy placementd implements (docs/api-compat.md).
-	"oslo_policy": {"policy_file": "policy.yaml", "policy_dirs": "policy.d",
-		"enforce_scope": "true", "enforce_new_defaults": "true"},
+	"api":         {"auth_strategy": "keystone"},
+	"oslo_policy": {"policy_file": "policy.yaml", "policy_dirs": "policy.d", "enforce_scope": "true", "enforce_new_defaults": "true"},
 }
 
 // apply reads the file and sets the flags of fs it maps to.

@@ -420,7 +420,8 @@ func (k *fuzzKeystoneServer) RoundTrip(r *http.Request) (*http.Response, error) 
 	if r.Method == http.MethodPost {
 		resp.StatusCode = http.StatusCreated
 		resp.Header.Set("X-Subject-Token", "placement-service-token")
-		resp.Body = io.NopCloser(strings.NewReader(`{"token": {"expires_at": "2999-01-01T00:00:00Z", "user": {"id": "placement"}}}`))
+		resp.Body = io.NopCloser(strings.NewReader(`{"token": {"expires_at": "2999-01-01T00:00:00Z", "user": {"id": "placement"},
+			"catalog": [{"type": "identity", "endpoints": [{"interface": "internal", "url": "http://keystone.invalid/v3"}]}]}}`))
 		return resp, nil
 	}
 	k.calls.Add(1)

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,8 +27,15 @@ import (
 // placementd's own service credentials, with which it validates the tokens
 // callers send.
 type KeystoneConfig struct {
-	// AuthURL is Keystone's identity endpoint, with or without /v3.
+	// AuthURL is Keystone's identity endpoint, with or without /v3, where
+	// placementd authenticates its service user.
 	AuthURL string
+	// Interface and RegionName choose where tokens are validated, as
+	// keystonemiddleware's identity adapter does: at the identity
+	// endpoint of that interface (default "internal") and region (any,
+	// when empty) in the catalog of placementd's own token, which may
+	// differ from AuthURL.
+	Interface, RegionName string
 	// Username, Password, ProjectName and the domains (by name or id;
 	// names default to "Default") are placementd's service user.
 	Username, Password                 string
@@ -36,8 +47,10 @@ type KeystoneConfig struct {
 	WWWAuthenticateURI string
 	// TokenCacheTime bounds how long a validated token is trusted without
 	// asking Keystone again (keystonemiddleware's token_cache_time; default
-	// 300 s; negative: no caching). A revoked token stays usable here until
-	// its cache entry expires.
+	// 300 s; negative: no caching; TokenCacheNoTimeLimit: until the entry
+	// is evicted, as keystonemiddleware's token_cache_time = 0). A revoked
+	// token stays usable here until its cache entry expires; an expired
+	// one never is (expiry is checked on every request).
 	TokenCacheTime time.Duration
 	// InvalidTokenCacheTime is how long a token Keystone refused is refused
 	// again without asking (default DefaultInvalidTokenCacheTime; negative,
@@ -47,26 +60,85 @@ type KeystoneConfig struct {
 	// ServiceTokenRoles: an X-Service-Token with one of these roles lets an
 	// expired user token through (default: service).
 	ServiceTokenRoles []string
+	// ServiceTokenRolesRequired: a valid X-Service-Token without one of
+	// ServiceTokenRoles gets the request refused (401), as
+	// keystonemiddleware's service_token_roles_required; without it such a
+	// token is accepted but does not let an expired user token through.
+	ServiceTokenRolesRequired bool
 	// ServiceType is Placement's type in the catalog ("placement"), needed
 	// to honour application credentials restricted by access rules; empty
 	// refuses such credentials, as keystonemiddleware does.
 	ServiceType string
 	// Timeout bounds each call to Keystone (default 10 s).
 	Timeout time.Duration
-	// HTTPClient talks to Keystone (default: one with Timeout; set it for
-	// a private CA).
+	// TLS is the client side of HTTPS to Keystone (nil: the system's
+	// roots); KeystoneTLS builds it from [keystone_authtoken]'s cafile,
+	// certfile, keyfile and insecure.
+	TLS *tls.Config
+	// MaxValidations bounds the calls to Keystone in flight at once
+	// (0: DefaultMaxKeystoneValidations; negative: no bound). A request
+	// whose token is not cached waits for a place until its deadline,
+	// then is answered 503; cached tokens never wait.
+	MaxValidations int
+	// HTTPClient talks to Keystone (default: one with Timeout, TLS and
+	// at most MaxValidations connections).
 	HTTPClient *http.Client
+}
+
+// TokenCacheNoTimeLimit is KeystoneConfig.TokenCacheTime for
+// keystonemiddleware's token_cache_time = 0: a validated token stays
+// cached until the cache's bound evicts it.
+const TokenCacheNoTimeLimit = time.Duration(math.MaxInt64)
+
+// KeystoneTLS is the TLS client configuration of [keystone_authtoken]'s
+// options as keystoneauth's session takes them: caFile replaces the
+// system's roots, certFile (with keyFile, or holding the key too) is a
+// client certificate, insecure skips verifying Keystone's certificate.
+// Nil when none is set.
+func KeystoneTLS(caFile, certFile, keyFile string, insecure bool) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" && !insecure {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("cafile: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("cafile: %s holds no PEM certificate", caFile)
+		}
+	}
+	if keyFile != "" && certFile == "" {
+		return nil, errors.New("keyfile needs certfile")
+	}
+	if certFile != "" {
+		if keyFile == "" {
+			keyFile = certFile
+		}
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("certfile/keyfile: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
 }
 
 // keystone validates tokens the way keystonemiddleware's auth_token does.
 type keystone struct {
-	cfg    KeystoneConfig
-	base   string // the v3 endpoint, no trailing slash
-	client *http.Client
-	now    func() time.Time
+	cfg      KeystoneConfig
+	authBase string // AuthURL's v3 endpoint, no trailing slash
+	client   *http.Client
+	now      func() time.Time
+	// slots holds a place for each call to Keystone in flight (nil: no
+	// bound).
+	slots chan struct{}
 
 	mu         sync.Mutex
 	svcToken   string
+	svcBase    string    // the v3 identity endpoint from svcToken's catalog
 	svcRefresh time.Time // when to fetch a new service token
 
 	// valid holds what Keystone said of tokens it validated, by the hash
@@ -100,10 +172,19 @@ const (
 	// default: short, since a refusal for a passing reason (a token used
 	// a moment before Keystone knows it) should not last.
 	DefaultInvalidTokenCacheTime = 10 * time.Second
+	// DefaultMaxKeystoneValidations is KeystoneConfig.MaxValidations'
+	// default: ample for the tokens a node has not seen yet (most
+	// requests find theirs cached), far below what exhausts a node's
+	// descriptors or a Keystone's workers.
+	DefaultMaxKeystoneValidations = 50
 )
 
 // errInvalidToken: Keystone does not know the token, or it has expired.
 var errInvalidToken = errors.New("token authorization failed")
+
+// errServiceTokenRoles: a valid service token without any of
+// ServiceTokenRoles, refused under ServiceTokenRolesRequired.
+var errServiceTokenRoles = errors.New("the service token has none of the service token roles")
 
 // keystoneUnavailable: Keystone could not be asked (or refused placementd's
 // own credentials); the request is answered 503.
@@ -111,10 +192,23 @@ type keystoneUnavailable struct{ err error }
 
 func (e *keystoneUnavailable) Error() string { return "keystone unavailable: " + e.err.Error() }
 
-func newKeystone(cfg KeystoneConfig) *keystone {
-	base := strings.TrimRight(cfg.AuthURL, "/")
+// errValidationsBusy: no place for another call to Keystone came before
+// the request's deadline.
+var errValidationsBusy = errors.New("too many Keystone validations in flight")
+
+// v3Base is the v3 API under an identity endpoint given with or without
+// its version.
+func v3Base(url string) string {
+	base := strings.TrimRight(url, "/")
 	if !strings.HasSuffix(base, "/v3") {
 		base += "/v3"
+	}
+	return base
+}
+
+func newKeystone(cfg KeystoneConfig) *keystone {
+	if cfg.Interface == "" {
+		cfg.Interface = "internal"
 	}
 	if cfg.WWWAuthenticateURI == "" {
 		cfg.WWWAuthenticateURI = cfg.AuthURL
@@ -137,11 +231,24 @@ func newKeystone(cfg KeystoneConfig) *keystone {
 	if cfg.InvalidTokenCacheTime == 0 {
 		cfg.InvalidTokenCacheTime = DefaultInvalidTokenCacheTime
 	}
+	if cfg.MaxValidations == 0 {
+		cfg.MaxValidations = DefaultMaxKeystoneValidations
+	}
 	client := cfg.HTTPClient
 	if client == nil {
-		client = &http.Client{Timeout: cfg.Timeout}
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.TLSClientConfig = cfg.TLS
+		if cfg.MaxValidations > 0 {
+			// Belt and braces: the slots already bound the calls.
+			transport.MaxConnsPerHost = cfg.MaxValidations
+			transport.MaxIdleConnsPerHost = cfg.MaxValidations
+		}
+		client = &http.Client{Timeout: cfg.Timeout, Transport: transport}
 	}
-	k := &keystone{cfg: cfg, base: base, client: client, now: time.Now}
+	k := &keystone{cfg: cfg, authBase: v3Base(cfg.AuthURL), client: client, now: time.Now}
+	if cfg.MaxValidations > 0 {
+		k.slots = make(chan struct{}, cfg.MaxValidations)
+	}
 	k.sizeCaches(maxCachedTokens)
 	return k
 }
@@ -150,7 +257,11 @@ func newKeystone(cfg KeystoneConfig) *keystone {
 func (k *keystone) sizeCaches(size int) {
 	k.valid, k.invalid = nil, nil
 	if k.cfg.TokenCacheTime > 0 {
-		k.valid = expirable.NewLRU[[32]byte, *keystoneToken](size, nil, k.cfg.TokenCacheTime)
+		ttl := k.cfg.TokenCacheTime
+		if ttl == TokenCacheNoTimeLimit {
+			ttl = 0 // the LRU's "no expiry"
+		}
+		k.valid = expirable.NewLRU[[32]byte, *keystoneToken](size, nil, ttl)
 		if k.cfg.InvalidTokenCacheTime > 0 {
 			k.invalid = expirable.NewLRU[tokenQuery, struct{}](size, nil, k.cfg.InvalidTokenCacheTime)
 		}
@@ -180,6 +291,39 @@ type keystoneToken struct {
 		// Nil when the credential is unrestricted.
 		AccessRules *[]accessRule `json:"access_rules"`
 	} `json:"application_credential"`
+	// Catalog is read from placementd's own token only (tokens it
+	// validates are asked for without their catalog).
+	Catalog []struct {
+		Type      string `json:"type"`
+		Endpoints []struct {
+			Interface string `json:"interface"`
+			URL       string `json:"url"`
+			Region    string `json:"region"`
+			RegionID  string `json:"region_id"`
+		} `json:"endpoints"`
+	} `json:"catalog"`
+}
+
+// identityEndpoint is the v3 identity endpoint of the interface and
+// region wanted in the token's catalog, as keystoneauth's catalog lookup
+// finds it (the first that matches).
+func (t *keystoneToken) identityEndpoint(iface, region string) (string, error) {
+	iface = strings.TrimSuffix(iface, "URL") // keystoneauth also takes "internalURL"
+	for _, svc := range t.Catalog {
+		if svc.Type != "identity" {
+			continue
+		}
+		for _, ep := range svc.Endpoints {
+			if ep.Interface == iface && (region == "" || region == ep.RegionID || region == ep.Region) {
+				return v3Base(ep.URL), nil
+			}
+		}
+	}
+	where := "interface " + iface
+	if region != "" {
+		where += ", region " + region
+	}
+	return "", fmt.Errorf("no identity endpoint of %s in the catalog of placementd's token (the [keystone_authtoken] interface and region_name choose it)", where)
 }
 
 // keystoneTime is a timestamp as Keystone writes it: ISO 8601, normally in
@@ -219,14 +363,15 @@ func (t *keystoneToken) roleNames() []string {
 	return out
 }
 
-// serviceToken returns placementd's own token, authenticating with its
-// password when it has none or it is about to expire.
-func (k *keystone) serviceToken(ctx context.Context) (string, error) {
+// serviceToken returns placementd's own token and the identity endpoint
+// its catalog names, authenticating with its password when it has none
+// or it is about to expire.
+func (k *keystone) serviceToken(ctx context.Context) (tok, base string, err error) {
 	k.mu.Lock()
-	tok, refresh := k.svcToken, k.svcRefresh
+	tok, base, refresh := k.svcToken, k.svcBase, k.svcRefresh
 	k.mu.Unlock()
 	if tok != "" && k.now().Before(refresh) {
-		return tok, nil
+		return tok, base, nil
 	}
 	user := map[string]any{"name": k.cfg.Username, "password": k.cfg.Password, "domain": domainRef(k.cfg.UserDomainID, k.cfg.UserDomainName)}
 	auth := map[string]any{"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": user}}}
@@ -234,9 +379,10 @@ func (k *keystone) serviceToken(ctx context.Context) (string, error) {
 		auth["scope"] = map[string]any{"project": map[string]any{"name": k.cfg.ProjectName, "domain": domainRef(k.cfg.ProjectDomainID, k.cfg.ProjectDomainName)}}
 	}
 	body, _ := json.Marshal(map[string]any{"auth": auth})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.base+"/auth/tokens?nocatalog", bytes.NewReader(body))
+	// With its catalog: the identity endpoint to validate at is there.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.authBase+"/auth/tokens", bytes.NewReader(body))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	// Authenticating again is harmless: let the client retry on a fresh
@@ -244,19 +390,22 @@ func (k *keystone) serviceToken(ctx context.Context) (string, error) {
 	req.Header["Idempotency-Key"] = nil
 	resp, err := k.client.Do(req)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("authenticating as %q: %s: %s", k.cfg.Username, resp.Status, bytes.TrimSpace(data))
+		return "", "", fmt.Errorf("authenticating as %q: %s: %s", k.cfg.Username, resp.Status, bytes.TrimSpace(data))
 	}
 	var parsed struct {
 		Token keystoneToken `json:"token"`
 	}
 	tok = resp.Header.Get("X-Subject-Token")
 	if err := json.Unmarshal(data, &parsed); err != nil || tok == "" {
-		return "", fmt.Errorf("authenticating as %q: unexpected answer from Keystone", k.cfg.Username)
+		return "", "", fmt.Errorf("authenticating as %q: unexpected answer from Keystone", k.cfg.Username)
+	}
+	if base, err = parsed.Token.identityEndpoint(k.cfg.Interface, k.cfg.RegionName); err != nil {
+		return "", "", err
 	}
 	// Renew two minutes before expiry (as keystoneauth does), or halfway
 	// through a shorter life.
@@ -266,9 +415,9 @@ func (k *keystone) serviceToken(ctx context.Context) (string, error) {
 		margin = life / 2
 	}
 	k.mu.Lock()
-	k.svcToken, k.svcRefresh = tok, parsed.Token.ExpiresAt.Time.Add(-margin)
+	k.svcToken, k.svcBase, k.svcRefresh = tok, base, parsed.Token.ExpiresAt.Time.Add(-margin)
 	k.mu.Unlock()
-	return tok, nil
+	return tok, base, nil
 }
 
 func domainRef(id, name string) map[string]string {
@@ -303,6 +452,16 @@ func (k *keystone) fetch(ctx context.Context, token string, allowExpired bool) (
 		}
 	}
 	ch := k.flights.DoChan(q.flightKey(), func() (any, error) {
+		// A place among the calls in flight, waited for until the
+		// deadline of the request that started the call.
+		if k.slots != nil {
+			select {
+			case k.slots <- struct{}{}:
+				defer func() { <-k.slots }()
+			case <-ctx.Done():
+				return nil, errValidationsBusy
+			}
+		}
 		// The call outlives a client that goes away: others may wait on it.
 		cctx, cancel := context.WithTimeout(context.Background(), k.cfg.Timeout)
 		defer cancel()
@@ -331,11 +490,11 @@ func (k *keystone) fetch(ctx context.Context, token string, allowExpired bool) (
 // service token is renewed once.
 func (k *keystone) validate(ctx context.Context, token string, allowExpired bool) (*keystoneToken, error) {
 	for attempt := 0; ; attempt++ {
-		svc, err := k.serviceToken(ctx)
+		svc, base, err := k.serviceToken(ctx)
 		if err != nil {
 			return nil, &keystoneUnavailable{err}
 		}
-		u := k.base + "/auth/tokens?nocatalog"
+		u := base + "/auth/tokens?nocatalog"
 		if allowExpired {
 			u += "&allow_expired=1"
 		}
@@ -539,6 +698,9 @@ func (s *Server) keystoneAuth(next http.Handler) http.Handler {
 			service, err = k.check(r.Context(), serviceToken, false, nil, false)
 			if err == nil {
 				allowExpired = hasAnyRole(service.roleNames(), k.cfg.ServiceTokenRoles)
+				if !allowExpired && k.cfg.ServiceTokenRolesRequired {
+					err = errServiceTokenRoles
+				}
 			}
 		}
 		if err == nil {
@@ -552,6 +714,13 @@ func (s *Server) keystoneAuth(next http.Handler) http.Handler {
 		switch {
 		case errors.As(err, &unavailable):
 			s.cfg.Logger.Error("unable to validate token", "error", err, "request_id", infoOf(r).id)
+			renderError(w, r, http.StatusServiceUnavailable, "The Keystone service is temporarily unavailable.", "", formatWebobJSON)
+			return
+		case errors.Is(err, errValidationsBusy) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+			// No place among the validations in flight, or the request's
+			// deadline (or client) went while it waited for one: the
+			// same answer as a Keystone that cannot be asked.
+			s.cfg.Logger.Info("unable to validate token", "error", err, "request_id", infoOf(r).id)
 			renderError(w, r, http.StatusServiceUnavailable, "The Keystone service is temporarily unavailable.", "", formatWebobJSON)
 			return
 		case err != nil:
@@ -571,11 +740,13 @@ func (s *Server) keystoneAuth(next http.Handler) http.Handler {
 	})
 }
 
-// reject is keystonemiddleware's 401, body and headers as it sends them.
+// reject is keystonemiddleware's 401, body and headers as it sends them:
+// its Content-Type has no charset (webob adds one only to text and XML
+// types, whatever charset the middleware passes).
 func (k *keystone) reject(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("WWW-Authenticate", `Keystone uri="`+k.cfg.WWWAuthenticateURI+`"`)
-	h.Set("Content-Type", "application/json; charset=UTF-8")
+	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusUnauthorized)
 	io.WriteString(w, `{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`)
 }

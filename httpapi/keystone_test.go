@@ -193,6 +193,10 @@ func TestKeystoneIntegration(t *testing.T) {
 	shortCache := svc
 	shortCache.TokenCacheTime = 3 * time.Second
 	_, short := newKeystoneAPI(t, shortCache, false)
+	// token_cache_time = 0: cached with no time limit.
+	noLimitCache := svc
+	noLimitCache.TokenCacheTime = TokenCacheNoTimeLimit
+	_, noLimit := newKeystoneAPI(t, noLimitCache, false)
 
 	// An application credential that expires soon gives a token that
 	// expires with it (Keystone caps the token's life): the "expired
@@ -340,7 +344,7 @@ func TestKeystoneIntegration(t *testing.T) {
 			if got, want := r.header.Get("WWW-Authenticate"), `Keystone uri="`+env.AuthURL+`"`; got != want {
 				t.Errorf("%s: WWW-Authenticate %q, want %q", name, got, want)
 			}
-			if ct := r.header.Get("Content-Type"); ct != "application/json; charset=UTF-8" {
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("%s: Content-Type %q", name, ct)
 			}
 		}
@@ -352,7 +356,7 @@ func TestKeystoneIntegration(t *testing.T) {
 
 	t.Run("revoked token", func(t *testing.T) {
 		tok := env.token(t, "demo-reader", "demo")
-		for _, base := range []string{uncached, short} {
+		for _, base := range []string{uncached, short, noLimit} {
 			if r := call(t, base, "GET", "/usages?project_id="+demo, tok, "1.9", ""); r.status != 200 {
 				t.Fatalf("before revocation: %d %s", r.status, r.body)
 			}
@@ -370,6 +374,11 @@ func TestKeystoneIntegration(t *testing.T) {
 		time.Sleep(time.Until(revoked.Add(shortCache.TokenCacheTime)))
 		if r := call(t, short, "GET", "/usages?project_id="+demo, tok, "1.9", ""); r.status != 401 || string(r.body) != ksm401Body {
 			t.Errorf("revoked token after the cache time: %d %s", r.status, r.body)
+		}
+		// As keystonemiddleware's in-process cache with token_cache_time
+		// = 0: still accepted, the cached validation has no time limit.
+		if r := call(t, noLimit, "GET", "/usages?project_id="+demo, tok, "1.9", ""); r.status != 200 {
+			t.Errorf("revoked token, cached with no time limit: %d %s", r.status, r.body)
 		}
 	})
 
@@ -416,6 +425,14 @@ func TestKeystoneIntegration(t *testing.T) {
 				t.Errorf("expired token: %d %s", r.status, r.body)
 			}
 		}
+	})
+
+	// Last: they need the expired token, and add identity endpoints.
+	t.Run("as keystonemiddleware answers", func(t *testing.T) {
+		testAsKeystonemiddleware(t, env, svc, tokens, expiringToken)
+	})
+	t.Run("identity endpoint and TLS", func(t *testing.T) {
+		testIdentityEndpointAndTLS(t, env, svc, tokens["admin"])
 	})
 }
 

@@ -25,6 +25,10 @@ type securityFlags struct {
 	// keystoneInvalidCacheTime: how long a refused token stays refused.
 	keystoneInvalidCacheTime time.Duration
 	keystoneServiceRoles     string
+	// [keystone_authtoken] cafile, certfile, keyfile, insecure: TLS to
+	// Keystone (httpapi.KeystoneTLS).
+	keystoneCAFile, keystoneCertFile, keystoneKeyFile string
+	keystoneInsecure                                  bool
 	// apiKeystone is what the API gets: nil unless --auth-strategy keystone.
 	apiKeystone *httpapi.KeystoneConfig
 
@@ -50,9 +54,17 @@ func (c *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.ProjectDomainName, "keystone-project-domain-name", "Default", "the service project's domain ([keystone_authtoken] project_domain_name)")
 	fs.StringVar(&k.ProjectDomainID, "keystone-project-domain-id", "", "the service project's domain by id, instead of the name ([keystone_authtoken] project_domain_id)")
 	fs.StringVar(&k.WWWAuthenticateURI, "keystone-www-authenticate-uri", "", "public identity endpoint named in the WWW-Authenticate header of 401 answers (default: --keystone-auth-url) ([keystone_authtoken] www_authenticate_uri)")
-	fs.DurationVar(&c.keystoneCacheTime, "keystone-token-cache-time", 300*time.Second, "how long a validated token is trusted before Keystone is asked again; a revoked token is refused at the latest this long after revocation; 0 disables the cache ([keystone_authtoken] token_cache_time)")
-	fs.DurationVar(&c.keystoneInvalidCacheTime, "keystone-invalid-token-cache-time", httpapi.DefaultInvalidTokenCacheTime, "how long a token Keystone refused is refused again without asking it (a client repeating a bogus token costs one validation per this time); 0 disables; off too when --keystone-token-cache-time is 0")
+	fs.StringVar(&k.Interface, "keystone-interface", "internal", "the catalog interface (public, internal, admin) of the identity endpoint that validates tokens; placementd authenticates at --keystone-auth-url and finds that endpoint in its token's catalog ([keystone_authtoken] interface)")
+	fs.StringVar(&k.RegionName, "keystone-region-name", "", "the region of that identity endpoint (default: the first of any region) ([keystone_authtoken] region_name)")
+	fs.StringVar(&c.keystoneCAFile, "keystone-cafile", "", "PEM CA bundle that verifies Keystone's HTTPS certificate, instead of the system's ([keystone_authtoken] cafile)")
+	fs.StringVar(&c.keystoneCertFile, "keystone-certfile", "", "PEM client certificate for Keystone, if it asks for one ([keystone_authtoken] certfile)")
+	fs.StringVar(&c.keystoneKeyFile, "keystone-keyfile", "", "PEM private key of --keystone-certfile (default: in that file) ([keystone_authtoken] keyfile)")
+	fs.BoolVar(&c.keystoneInsecure, "keystone-insecure", false, "INSECURE: do not verify Keystone's HTTPS certificate ([keystone_authtoken] insecure)")
+	fs.DurationVar(&c.keystoneCacheTime, "keystone-token-cache-time", 300*time.Second, "how long a validated token is trusted before Keystone is asked again; a revoked token is refused at the latest this long after revocation; 0: no time limit (until the token expires or the cache's bound evicts it), negative: no cache ([keystone_authtoken] token_cache_time, with its 0 and -1)")
+	fs.DurationVar(&c.keystoneInvalidCacheTime, "keystone-invalid-token-cache-time", httpapi.DefaultInvalidTokenCacheTime, "how long a token Keystone refused is refused again without asking it (a client repeating a bogus token costs one validation per this time); 0 disables; off too when --keystone-token-cache-time is negative")
 	fs.StringVar(&c.keystoneServiceRoles, "keystone-service-token-roles", "service", "comma-separated roles that let an X-Service-Token carry an expired user token ([keystone_authtoken] service_token_roles)")
+	fs.BoolVar(&k.ServiceTokenRolesRequired, "keystone-service-token-roles-required", false, "refuse (401) a request whose X-Service-Token has none of --keystone-service-token-roles ([keystone_authtoken] service_token_roles_required)")
+	fs.IntVar(&k.MaxValidations, "keystone-max-validations", httpapi.DefaultMaxKeystoneValidations, "calls to Keystone in flight at once; a request whose token is not cached waits for a place until its deadline, then gets 503 (cached tokens never wait); 0 or less: no bound")
 	fs.StringVar(&k.ServiceType, "keystone-service-type", "", "Placement's service type in the catalog (placement), needed to accept application credentials restricted by access rules ([keystone_authtoken] service_type)")
 	fs.DurationVar(&k.Timeout, "keystone-timeout", 10*time.Second, "bound on each request to Keystone ([keystone_authtoken] http_connect_timeout)")
 
@@ -145,9 +157,20 @@ func (c *securityFlags) keystoneConfig() (*httpapi.KeystoneConfig, error) {
 	if k.ProjectDomainID != "" {
 		k.ProjectDomainName = ""
 	}
-	k.TokenCacheTime = c.keystoneCacheTime
-	if k.TokenCacheTime == 0 {
-		k.TokenCacheTime = -1 // no caching (the Config's zero means default)
+	// keystonemiddleware's token_cache_time: 0 caches with no time
+	// limit, a negative time not at all (the Config's zero means default).
+	switch k.TokenCacheTime = c.keystoneCacheTime; {
+	case k.TokenCacheTime == 0:
+		k.TokenCacheTime = httpapi.TokenCacheNoTimeLimit
+	case k.TokenCacheTime < 0:
+		k.TokenCacheTime = -1
+	}
+	if k.MaxValidations == 0 {
+		k.MaxValidations = -1 // the Config's zero means default
+	}
+	var err error
+	if k.TLS, err = httpapi.KeystoneTLS(c.keystoneCAFile, c.keystoneCertFile, c.keystoneKeyFile, c.keystoneInsecure); err != nil {
+		return nil, fmt.Errorf("--keystone-*: %w", err)
 	}
 	k.InvalidTokenCacheTime = c.keystoneInvalidCacheTime
 	if k.InvalidTokenCacheTime == 0 {

@@ -23,8 +23,9 @@ import (
 //
 // Where upstream's default differs from the flag's, a placement.conf
 // brings upstream's: [api] auth_strategy is keystone unless the file says
-// otherwise, and [oslo_policy] looks for policy.yaml and policy.d/ beside
-// the file, where oslo.policy finds them. A [placementd] section sets
+// otherwise, [oslo_policy] looks for policy.yaml and policy.d/ beside
+// the file, where oslo.policy finds them, and enforces scope and the new
+// defaults, as oslo.policy does since 2024.2. A [placementd] section sets
 // placementd's own flags (cluster, addresses), over the options above.
 
 const upstreamConfigFlag = "config-file"
@@ -150,6 +151,17 @@ var upstreamOptions = map[string]map[string]upstreamOption{
 		"service_type":         {"keystone-service-type", asIs, false},
 		"http_connect_timeout": {"keystone-timeout", asSeconds, false},
 		"auth_type":            {"", checkAuthType, false},
+
+		// Where tokens are validated, and how service tokens count.
+		"service_token_roles_required": {"keystone-service-token-roles-required", asBool, false},
+		"interface":                    {"keystone-interface", asIs, false},
+		"region_name":                  {"keystone-region-name", asIs, false},
+		// Paths as keystoneauth opens them: from the working directory,
+		// not the file's.
+		"cafile":   {"keystone-cafile", asIs, false},
+		"certfile": {"keystone-certfile", asIs, false},
+		"keyfile":  {"keystone-keyfile", asIs, false},
+		"insecure": {"keystone-insecure", asBool, false},
 	},
 	"oslo_policy": {
 		"policy_file":          {"policy-file", asPath, false},
@@ -175,10 +187,12 @@ func checkAuthType(v, _ string) (string, error) {
 }
 
 // upstreamDefaults are upstream's defaults where they differ from the
-// flags': applied when the file does not set the option.
+// flags': applied when the file does not set the option. enforce_* are
+// oslo.policy's since 2024.2 (4.4.0), the release whose policy placementd
+// implements (docs/api-compat.md).
 var upstreamDefaults = map[string]map[string]string{
 	"api":         {"auth_strategy": "keystone"},
-	"oslo_policy": {"policy_file": "policy.yaml", "policy_dirs": "policy.d"},
+	"oslo_policy": {"policy_file": "policy.yaml", "policy_dirs": "policy.d", "enforce_scope": "true", "enforce_new_defaults": "true"},
 }
 
 // apply reads the file and sets the flags of fs it maps to.

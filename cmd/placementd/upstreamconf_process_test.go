@@ -103,7 +103,7 @@ func TestDebianPlacementConf(t *testing.T) {
 		t.Errorf("a token with no Keystone to ask: %d %v, want 503", a.status, a.body)
 	}
 	log := n.LogTail(1 << 20)
-	for _, want := range []string{"[placement_database] ignored", "placementd import", "pybasedir", "region_name"} {
+	for _, want := range []string{"[placement_database] ignored", "placementd import", "pybasedir", "profiler"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -62,7 +63,14 @@ service_token_roles = service,
 service_type = placement
 http_connect_timeout = 7
 region_name = RegionOne
+interface = public
+service_token_roles_required = true
+cafile = /etc/kolla/certificates/ca/root.crt
+certfile = client.pem
+keyfile = client.key
+insecure = false
 memcached_servers = m1:11211
+memcache_security_strategy = ENCRYPT
 [oslo_policy]
 policy_file = my-policy.yaml
 enforce_new_defaults = true
@@ -104,6 +112,14 @@ max_allocation_candidates = 1000
 		{"project_domain_name", k.ProjectDomainName, "Projects"},
 		{"service_token_roles (continued)", c.security.keystoneServiceRoles, "service,admin"},
 		{"service_type", k.ServiceType, "placement"},
+		{"region_name", k.RegionName, "RegionOne"},
+		{"interface", k.Interface, "public"},
+		{"service_token_roles_required", fmt.Sprint(k.ServiceTokenRolesRequired), "true"},
+		{"cafile", c.security.keystoneCAFile, "/etc/kolla/certificates/ca/root.crt"},
+		// keystoneauth opens them from the working directory.
+		{"certfile (as given)", c.security.keystoneCertFile, "client.pem"},
+		{"keyfile (as given)", c.security.keystoneKeyFile, "client.key"},
+		{"insecure", fmt.Sprint(c.security.keystoneInsecure), "false"},
 		{"policy_file (beside the file)", c.policyFile, filepath.Join(dir, "my-policy.yaml")},
 		{"policy_dirs (upstream default, present)", c.policyDirs, filepath.Join(dir, "policy.d")},
 		{"cors origins", c.corsAllowedOrigin, "http://a.example,http://b.example"},
@@ -129,7 +145,7 @@ max_allocation_candidates = 1000
 	var buf bytes.Buffer
 	c.upstream.logIgnored(slog.New(slog.NewTextHandler(&buf, nil)))
 	out := buf.String()
-	for _, want := range []string{"state_path", "allocation_conflict_retry_count", "region_name", "memcached_servers",
+	for _, want := range []string{"state_path", "allocation_conflict_retry_count", "memcached_servers", "memcache_security_strategy",
 		"max_age", "[placement_database] ignored", "placementd import", "profiler"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
@@ -158,6 +174,10 @@ func TestUpstreamConfigDefaultsAndPrecedence(t *testing.T) {
 	}
 	if c.authStrategy != "keystone" || c.policyFile != "" || c.policyDirs != "" {
 		t.Errorf("auth-strategy %q, policy-file %q, policy-dirs %q", c.authStrategy, c.policyFile, c.policyDirs)
+	}
+	// oslo.policy's defaults since 2024.2 (docs/api-compat.md).
+	if !c.policyEnforceScope || !c.policyEnforceNewDefaults {
+		t.Errorf("without [oslo_policy]: enforce_scope %v, enforce_new_defaults %v; upstream's defaults are true", c.policyEnforceScope, c.policyEnforceNewDefaults)
 	}
 
 	writeFileIn(t, dir, "policy.yaml", "{}\n")

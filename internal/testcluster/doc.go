@@ -21,6 +21,9 @@
 //     that cannot fail a test (cluster/faults, benchmark commands), Binary
 //     and Build build cmd/placementd, LabNode runs a node in a WAN lab host.
 //   - Do: a Placement request as admin, with the answer read.
+//   - Keystone: a stand-in for Keystone's token API (tokens it knows,
+//     validations it can hold unanswered, the connections it counts);
+//     WritePEM: a CA and a certificate it signed, as PEM files.
 //
 // It is imported by tests, the fault-injection harness and benchmark
 // commands, never by the server's packages (internal/layering checks

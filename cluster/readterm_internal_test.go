@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"errors"
+	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -496,5 +499,65 @@ func TestFailoverWhenTheStarterDiesWithTheLeader(t *testing.T) {
 		campaigned.Round(time.Millisecond), lead.cfg.NodeID, time.Since(cut).Round(time.Millisecond))
 	if campaigned >= 2*hb {
 		t.Fatalf("the first survivor campaigned %v after the cut: the waiters waited on their doubled timers (%v)", campaigned, 2*hb)
+	}
+}
+
+// TestFailoverFigures measures failover with 5 in-memory voters (heartbeat
+// 200 ms): the leader cut off with the starter, with a waiter, and with n2
+// under raft's own timers (PlainElections), PLACEMENTD_FAILOVER_RUNS times
+// each; it reports medians and asserts nothing (figures for notes).
+func TestFailoverFigures(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("PLACEMENTD_FAILOVER_RUNS"))
+	if runs <= 0 {
+		t.Skip("set PLACEMENTD_FAILOVER_RUNS to measure")
+	}
+	const hb = 200 * time.Millisecond
+	tune := func(string) func(*raft.Config) {
+		return func(rc *raft.Config) {
+			rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = hb, hb, hb/2
+			rc.CommitTimeout = 5 * time.Millisecond
+		}
+	}
+	ids := []string{"n1", "n2", "n3", "n4", "n5"}
+	measure := func(plain bool, second string) time.Duration {
+		c := startMemVoters(t, ids, plain, tune, nil)
+		hang := make(chan struct{})
+		for _, w := range c.wraps {
+			w.mu.Lock()
+			w.hang = hang
+			w.mu.Unlock()
+		}
+		if !plain {
+			waitUntil(t, func() bool { return c.nodes["n2"].electionPlace() == 0 })
+		}
+		cut := time.Now()
+		c.isolate("n1")
+		c.isolate(second)
+		waitUntil(t, func() bool {
+			for _, id := range ids[1:] {
+				if id != second && c.nodes[id].IsLeader() {
+					return true
+				}
+			}
+			return false
+		})
+		took := time.Since(cut)
+		close(hang) // before the nodes stop: their requests to the cut ones must end
+		for _, n := range c.nodes {
+			n.Shutdown()
+		}
+		return took
+	}
+	for _, sc := range []struct {
+		name   string
+		plain  bool
+		second string
+	}{{"leader+starter, ordered", false, "n2"}, {"leader+waiter, ordered", false, "n3"}, {"leader+n2, raft's timers", true, "n2"}} {
+		var all []time.Duration
+		for i := 0; i < runs; i++ {
+			all = append(all, measure(sc.plain, sc.second))
+		}
+		slices.Sort(all)
+		t.Logf("%-26s median %v of %v", sc.name, all[len(all)/2].Round(time.Millisecond), all)
 	}
 }

@@ -672,6 +672,7 @@ func (b *bench) regionLoss(ctx context.Context) (loss, back time.Duration, err e
 		if err == nil && code == http.StatusOK {
 			loss = time.Since(start)
 			logf("  writes after the cut (sent→answered s, status): %s", strings.Join(attempts, ", "))
+			logf("  region cut breakdown: %s", b.cutBreakdown(rest, start, loss))
 			break
 		}
 		if ctx.Err() != nil || time.Since(start) > 2*time.Minute {
@@ -688,6 +689,63 @@ func (b *bench) regionLoss(ctx context.Context) (loss, back time.Duration, err e
 		return loss, 0, err
 	}
 	return loss, time.Since(start), nil
+}
+
+// cutBreakdown splits the time from a region cut to the first write
+// accepted after it, from the survivors' own logs (one host, one clock):
+// detection (the first survivor campaigns), election (a survivor enters
+// the leader state) and the rest (the new leader's first write: the
+// client's retry pace, forwarding and the commit across regions).
+func (b *bench) cutBreakdown(survivors []string, start time.Time, write time.Duration) string {
+	var campaign, elected time.Time
+	for _, id := range survivors {
+		n := b.nodes.Named(id)
+		if n == nil {
+			continue
+		}
+		c, l := raftEvents(n.LogTail(4<<20), start)
+		if !c.IsZero() && (campaign.IsZero() || c.Before(campaign)) {
+			campaign = c
+		}
+		if !l.IsZero() && (elected.IsZero() || l.Before(elected)) {
+			elected = l
+		}
+	}
+	if campaign.IsZero() || elected.IsZero() {
+		return "no campaign or election found in the survivors' logs (nodes need --log-level info)"
+	}
+	return fmt.Sprintf("first campaign %v, leader elected %v, first write %v (%v after the election)",
+		campaign.Sub(start).Round(time.Millisecond), elected.Sub(start).Round(time.Millisecond),
+		write.Round(time.Millisecond), (write - elected.Sub(start)).Round(time.Millisecond))
+}
+
+// raftEvents finds, in a node's text log, the first time after since it
+// entered the candidate state and the first it entered the leader state
+// (raft logs the latter at info: run the nodes with --log-level info).
+func raftEvents(log string, since time.Time) (candidate, leader time.Time) {
+	for _, line := range strings.Split(log, "\n") {
+		isCandidate := strings.Contains(line, "entering candidate state") || strings.Contains(line, "starting election")
+		isLeader := strings.Contains(line, "entering leader state")
+		if !isCandidate && !isLeader {
+			continue
+		}
+		ts, ok := strings.CutPrefix(line, "time=")
+		if !ok {
+			continue
+		}
+		ts, _, _ = strings.Cut(ts, " ")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil || at.Before(since) {
+			continue
+		}
+		if isCandidate && candidate.IsZero() {
+			candidate = at
+		}
+		if isLeader && leader.IsZero() {
+			leader = at
+		}
+	}
+	return candidate, leader
 }
 
 // waitLeaderIn waits until the leader is a node of region, says so itself,

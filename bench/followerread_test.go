@@ -18,9 +18,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/cluster/faults"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/faults"
 )
 
 // BenchmarkFollowerRead measures reads through a follower of a 3-node

@@ -86,14 +86,14 @@ var rules = []rule{
 		"snapshot bodies and export documents stand without a node"},
 	{"cluster/raftlog", false, []string{"./..."}, "a log adapter any command may use"},
 	{"cmd/placementd/gcfloor", false, []string{"./..."}, "a runtime setting serve and the benchmarks share"},
-	{"cluster/faults/model", false, []string{"./..."}, "the model states the rules independently of fsm/state"},
+	{"internal/faults/model", false, []string{"./..."}, "the model states the rules independently of fsm/state"},
 	{"internal/difftest", false, []string{"./..."}, "it talks to both servers over HTTP only"},
 	{"internal/wanlab/...", false, []string{"./fsm/...", "./cluster/...", "./httpapi/...", "./snapshot/..."}, "any test may use the lab"},
 	{"bench/loadgen", false, []string{"./..."}, "the same workload measures upstream and placementd"},
 	// The harness and the tools that run the real binary.
 	{"internal/testcluster", false, []string{"./httpapi/..."},
 		"httpapi's own tests use the harness: the caller hands Cluster its API"},
-	{"cluster/faults", true, []string{"./fsm/...", "./httpapi/..."}, "it drives real processes over HTTP"},
+	{"internal/faults", true, []string{"./fsm/...", "./httpapi/..."}, "it drives real processes over HTTP"},
 	{"bench/cmd/placement-scale", true, []string{"./cluster/...", "./fsm/...", "./httpapi/..."}, "it measures the real binary"},
 	{"bench/cmd/wan-bench", true, []string{"./fsm/...", "./httpapi/..."}, "the nodes it measures are real processes"},
 }
@@ -101,7 +101,7 @@ var rules = []rule{
 // The server's packages do not depend on test tools: they are not shipped.
 func init() {
 	for _, scope := range []string{"cmd/placementd", "cluster", "cluster/metrics", "cluster/raftlog", "httpapi/...", "fsm/...", "snapshot/..."} {
-		rules = append(rules, rule{scope, false, []string{"./bench/...", "./cluster/faults/...", "./internal/..."}, "test tools are not shipped"})
+		rules = append(rules, rule{scope, false, []string{"./bench/...", "./internal/..."}, "test tools are not shipped"})
 	}
 }
 

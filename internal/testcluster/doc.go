@@ -18,7 +18,7 @@
 //     the same verbs: StartProcs, Leader, Followers, Healthy, Converged,
 //     Kill, Stop, Restart; Proc is one process (start, kill, stop, pause,
 //     resume, wipe, its log), Procs the same waits with a context for code
-//     that cannot fail a test (cluster/faults, benchmark commands), Binary
+//     that cannot fail a test (internal/faults, benchmark commands), Binary
 //     and Build build cmd/placementd, LabNode runs a node in a WAN lab host.
 //   - Do: a Placement request as admin, with the answer read.
 //

@@ -4,7 +4,7 @@
 // while nemeses kill, pause, partition, wipe and restart nodes and move
 // leadership, records every operation's invocation and completion (ok,
 // refused, or unknown), and checks the history: linearizability with
-// porcupine over the model in cluster/faults/model, and invariants once
+// porcupine over the model in internal/faults/model, and invariants once
 // the faults are healed (acknowledged writes present, capacity never
 // exceeded, identical state on every node, unknown writes applied whole
 // or not at all, no node exiting by itself).

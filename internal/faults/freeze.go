@@ -13,7 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/cluster/faults/model"
+	"github.com/placementd/placementd/internal/faults/model"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 

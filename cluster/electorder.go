@@ -144,8 +144,8 @@ const (
 // electionRole looks up this node's place in the election order for the
 // leader it follows.
 func (n *Node) electionRole() electionRole {
-	_, leader := n.Raft.LeaderWithID()
-	fut := n.Raft.GetConfiguration()
+	_, leader := n.raft.LeaderWithID()
+	fut := n.raft.GetConfiguration()
 	if leader == "" || fut.Error() != nil {
 		return roleNone
 	}
@@ -171,7 +171,7 @@ func (n *Node) orderElections() {
 	for {
 		changed := n.leaderChanges()
 		wait := time.Second // the configuration may change without a new leader
-		switch n.Raft.State() {
+		switch n.raft.State() {
 		case raft.Leader:
 			n.timers.follow(false)
 		case raft.Follower:
@@ -180,7 +180,7 @@ func (n *Node) orderElections() {
 			if role != roleStarter {
 				break
 			}
-			silent := time.Since(n.Raft.LastContact())
+			silent := time.Since(n.raft.LastContact())
 			if wait = starterAfter(hb) - silent; wait <= 0 {
 				n.cfg.Logger.Info("first in the election order and the leader has been silent: checking the leader now",
 					"silent", silent.Round(time.Millisecond).String())

@@ -16,17 +16,16 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 )
 
+// The errors a write ends in besides a rejection by the state, defined in
+// package backend so that the API can name them without importing the node.
 var (
-	// ErrNotLeader: this node cannot take the request now and the command
-	// was certainly not appended to the log.
-	ErrNotLeader = errors.New("not the leader")
-	// ErrUnknownOutcome: the command was handed to Raft but leadership was
-	// lost or the node stopped before its result was known; it may commit.
-	ErrUnknownOutcome = errors.New("outcome of the write is unknown")
+	ErrNotLeader      = backend.ErrNotLeader
+	ErrUnknownOutcome = backend.ErrUnknownOutcome
 )
 
 // Config says where a node keeps its data and how it is reached.
@@ -91,8 +90,8 @@ type Config struct {
 // Node is one placementd Raft member.
 type Node struct {
 	cfg    Config
-	Raft   *raft.Raft
-	FSM    *fsm.FSM
+	raft   *raft.Raft
+	fsm    *fsm.FSM
 	meta   *clusterFSM
 	timing Timing
 	// timers: every change of raft's timeouts after start (electorder.go);
@@ -156,7 +155,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.SnapshotBurstBytes == 0 {
 		cfg.SnapshotBurstBytes = 16 << 20
 	}
-	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
+	n := &Node{cfg: cfg, fsm: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
 		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
 	n.verify = newSharedRounds(func() error { return n.confirmLeadership(context.Background()) })
 	n.meta.onApply = n.notifyApplied
@@ -260,7 +259,7 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	n.Raft = r
+	n.raft = r
 	if lc, ok := logs.(*logCache); ok && lc.replay != nil {
 		handed := r.AppliedIndex
 		lc.replay.handed.Store(&handed)
@@ -314,7 +313,7 @@ func (n *Node) compactLog() {
 				continue
 			}
 		}
-		if err := n.Raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.cfg.Logger.Warn("snapshot after a large log growth failed", "error", err)
 		}
 		burst.snapshotted(n.meta.sinceSnapshot.Load())
@@ -330,7 +329,7 @@ func (n *Node) compactLog() {
 // lease, which ReloadConfig cannot restore, and make a multi-node leader
 // step down.
 func (n *Node) electAloneNow() {
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if fut.Error() != nil {
 		return
 	}
@@ -347,7 +346,7 @@ func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
 // WaitLeader waits until some node is leader, or ctx ends.
 func (n *Node) WaitLeader(ctx context.Context) error {
 	for {
-		if addr, _ := n.Raft.LeaderWithID(); addr != "" {
+		if addr, _ := n.raft.LeaderWithID(); addr != "" {
 			return nil
 		}
 		select {
@@ -359,7 +358,7 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 }
 
 // IsLeader reports whether this node is the leader now.
-func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // Apply proposes cmd and returns its result: the command's value, its
 // *state.Error rejection, ErrNotLeader or ErrUnknownOutcome.
@@ -439,13 +438,13 @@ func (n *Node) WritesStopped() bool {
 func (n *Node) awaitLeadership(ctx context.Context) error {
 	deadline := time.Now().Add(n.cfg.ApplyTimeout)
 	for {
-		switch n.Raft.State() {
+		switch n.raft.State() {
 		case raft.Leader:
 			return nil
 		case raft.Shutdown:
 			return ErrNotLeader
 		}
-		if addr, id := n.Raft.LeaderWithID(); addr != "" && id != raft.ServerID(n.cfg.NodeID) {
+		if addr, id := n.raft.LeaderWithID(); addr != "" && id != raft.ServerID(n.cfg.NodeID) {
 			return ErrNotLeader
 		}
 		if time.Now().After(deadline) {
@@ -514,7 +513,7 @@ func (n *Node) termBarrier() error {
 	n.barrierWait = wait
 	n.mu.Unlock()
 
-	err := n.Raft.Barrier(n.cfg.ApplyTimeout).Error()
+	err := n.raft.Barrier(n.cfg.ApplyTimeout).Error()
 	n.mu.Lock()
 	if err == nil {
 		n.readyTerm = term
@@ -528,40 +527,45 @@ func (n *Node) termBarrier() error {
 	return nil
 }
 
-func (n *Node) currentTerm() uint64 { return n.Raft.CurrentTerm() }
+func (n *Node) currentTerm() uint64 { return n.raft.CurrentTerm() }
 
-// Read runs fn over the state after a read barrier, or at once over the
-// local state when ctx allows a stale read (WithStaleRead).
-func (n *Node) Read(ctx context.Context, fn func(s *state.Store)) error {
-	if !staleReadAllowed(ctx) {
+// Read returns the state to serve a read from, as fresh as opts ask
+// (backend.ReadOptions): after the read barrier for a linearizable read,
+// unless the caller confirmed the state already; at once for a stale read,
+// and for a bounded one while the newest confirmation is within its bound
+// (otherwise after the barrier). The state returned never changes: the
+// caller reads it as long as it likes. opts.Served is told its index.
+func (n *Node) Read(ctx context.Context, opts backend.ReadOptions) (*state.Store, error) {
+	if n.needsBarrier(opts) {
 		if err := n.ReadBarrier(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	n.FSM.Read(noting(ctx, fn))
-	return nil
+	s := n.fsm.Version()
+	if opts.Served != nil {
+		opts.Served.Note(s.LastIndex)
+	}
+	return s, nil
 }
 
-type staleKey struct{}
-
-// WithStaleRead marks ctx as allowing a read of the local state without
-// the read barrier: it may miss recent writes, but costs no round trip.
-// (The cluster front also uses it for reads it has already made fresh
-// enough: bounded and read-index reads, readlevels.go.)
-func WithStaleRead(ctx context.Context) context.Context {
-	return context.WithValue(ctx, staleKey{}, true)
-}
-
-func staleReadAllowed(ctx context.Context) bool {
-	v, _ := ctx.Value(staleKey{}).(bool)
-	return v
+// needsBarrier reports whether a read with opts must wait for the read
+// barrier.
+func (n *Node) needsBarrier(opts backend.ReadOptions) bool {
+	switch {
+	case opts.Confirmed, opts.Level == backend.Stale:
+		return false
+	case opts.Level == backend.Bounded:
+		age, ok := n.sinceConfirmed()
+		return !ok || age > opts.MaxStaleness
+	}
+	return true
 }
 
 // Shutdown stops Raft and closes the stores.
 func (n *Node) Shutdown() error {
 	n.stopOnce.Do(func() { close(n.stop) })
 	n.done.Wait()
-	err := n.Raft.Shutdown().Error()
+	err := n.raft.Shutdown().Error()
 	n.closeStores()
 	return err
 }
@@ -608,3 +612,16 @@ func (w *burstWatch) ended(since int64) bool {
 
 // snapshotted starts counting again after a snapshot.
 func (w *burstWatch) snapshotted(since int64) { w.last, w.busy = since, 0 }
+
+// Digest is the hash of the placement state and the index of the last
+// command it includes: nodes at the same index must agree.
+func (n *Node) Digest() (string, uint64) { return n.fsm.Digest() }
+
+// RaftVerifyLeader is hashicorp/raft's own leadership check, which the read
+// barrier replaced because it counts replies to heartbeats sent before the
+// read (readacks.go): the benchmarks compare the two.
+func (n *Node) RaftVerifyLeader() error { return n.raft.VerifyLeader().Error() }
+
+// SnapshotNow takes a Raft snapshot at once, as the node does after a
+// large growth of its log (compactLog), and compacts the log.
+func (n *Node) SnapshotNow() error { return n.raft.Snapshot().Error() }

@@ -223,11 +223,11 @@ func trackAcks(trans raft.Transport, acks *ackTracker) raft.Transport {
 // steps down by itself after the leader lease timeout, so a round fails
 // that soon in a partition; the bound only caps the unforeseen.
 func (n *Node) confirmLeadership(ctx context.Context) error {
-	if n.Raft.State() != raft.Leader {
+	if n.raft.State() != raft.Leader {
 		return ErrNotLeader
 	}
-	term := n.Raft.CurrentTerm()
-	cfut := n.Raft.GetConfiguration()
+	term := n.raft.CurrentTerm()
+	cfut := n.raft.GetConfiguration()
 	if err := cfut.Error(); err != nil {
 		return ErrNotLeader
 	}
@@ -249,7 +249,7 @@ func (n *Node) confirmLeadership(ctx context.Context) error {
 		go n.heartbeatUntil(rctx, p, term)
 	}
 	for {
-		if n.Raft.State() != raft.Leader || n.Raft.CurrentTerm() != term {
+		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 			return ErrNotLeader
 		}
 		ok, wake, err := n.acks.quorum(self, voters, term, from)

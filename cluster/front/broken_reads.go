@@ -1,6 +1,6 @@
 //go:build !faults_broken_reads
 
-package cluster
+package front
 
 // brokenLocalReads is false in every real build. The fault harness
 // (internal/faults) builds placementd with -tags faults_broken_reads to

@@ -100,10 +100,13 @@ type Node struct {
 	peers     peerProbes
 	probedBy  chan raft.ServerID
 	transport raft.Transport
-	closers   []func() error
-	stop      chan struct{}
-	stopOnce  sync.Once
-	done      sync.WaitGroup
+	// rawTransport is the transport without the acknowledgement tracking
+	// (the peer probes send through it).
+	rawTransport raft.Transport
+	closers      []func() error
+	stop         chan struct{}
+	stopOnce     sync.Once
+	done         sync.WaitGroup
 
 	mu          sync.Mutex
 	readyTerm   uint64 // term whose barrier has completed
@@ -141,8 +144,48 @@ type Node struct {
 	leaderCh chan struct{} // closed at the next change of leader (leaderChanges)
 }
 
-// Open starts a node over f with the configured stores.
+// Open starts a node over f with the configured stores: the Raft
+// configuration, the log, stable and snapshot stores, the transport, a
+// fresh data directory bootstrapped when asked, then Raft and the node's
+// background loops.
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
+	cfg = cfg.withDefaults()
+	n := &Node{cfg: cfg, fsm: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
+		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
+	n.verify = newSharedRounds(func() error { return n.confirmLeadership(context.Background()) })
+	n.meta.onApply = n.notifyApplied
+	rc := cfg.raftConfig()
+	n.protocolVersion = rc.ProtocolVersion
+	n.timing = timingOf(rc)
+
+	logs, stable, snaps, err := n.openStores(rc)
+	if err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	n.logs = logs
+	snaps = indexedSnapshots{snaps}
+	if err := n.openTransport(); err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	if cfg.Bootstrap {
+		if err := n.bootstrapFresh(rc, logs, stable, snaps); err != nil {
+			n.closeStores()
+			return nil, err
+		}
+	}
+	r, err := raft.NewRaft(rc, n.meta, logs, stable, snaps, n.transport)
+	if err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	n.start(r)
+	return n, nil
+}
+
+// withDefaults is cfg with its zero fields given their defaults.
+func (cfg Config) withDefaults() Config {
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}
@@ -155,10 +198,12 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.SnapshotBurstBytes == 0 {
 		cfg.SnapshotBurstBytes = 16 << 20
 	}
-	n := &Node{cfg: cfg, fsm: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
-		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
-	n.verify = newSharedRounds(func() error { return n.confirmLeadership(context.Background()) })
-	n.meta.onApply = n.notifyApplied
+	return cfg
+}
+
+// raftConfig is raft's configuration for the node: its timing, then what
+// Tune changes.
+func (cfg Config) raftConfig() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = cfg.Logger
@@ -168,57 +213,57 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.Tune != nil {
 		cfg.Tune(rc)
 	}
-	n.protocolVersion = rc.ProtocolVersion
-	n.timing = timingOf(rc)
+	return rc
+}
 
-	var (
-		logs   raft.LogStore
-		stable raft.StableStore
-		snaps  raft.SnapshotStore
-		err    error
-	)
+// openStores opens the log, stable and snapshot stores: in memory
+// (InMemory), or BoltDB and snapshot files in the data directory, the log
+// behind a cache that replays ahead of raft at start (replayahead.go). The
+// caller closes what was opened (closeStores) when it fails.
+func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
+	cfg := n.cfg
 	if cfg.InMemory {
 		mem := raft.NewInmemStore()
-		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+		if cfg.DataDir == "" {
+			return mem, mem, raft.NewInmemSnapshotStore(), nil
+		}
 		// raft's in-memory snapshot store hands out the snapshot being
 		// written to a follower it installs on (a data race): with a
 		// DataDir, snapshots go to files even in memory mode.
-		if cfg.DataDir != "" {
-			if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-			return nil, err
-		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{
-			Path: filepath.Join(cfg.DataDir, "raft.db"),
-			// Without freelist sync, writes stay fast after bursts.
-			BoltOptions:             &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
-			MsgpackUseNewTimeFormat: true,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("opening raft log in %s: %w", cfg.DataDir, err)
-		}
-		n.closers = append(n.closers, bolt.Close)
-		stable = bolt
-		cache := newLogCache(512, 64<<10, bolt)
-		last, err := bolt.LastIndex()
-		if err != nil {
-			n.closeStores()
-			return nil, fmt.Errorf("reading raft log in %s: %w", cfg.DataDir, err)
-		}
-		cache.replay = newReplayAhead(replayAheadBytes, rc.MaxAppendEntries, last, n.meta.applied.Load, n.appliedSignal)
-		logs = cache
-		if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
-			return nil, err
-		}
+		snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger)
+		return mem, mem, snaps, err
 	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, nil, nil, err
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.DataDir, "raft.db"),
+		// Without freelist sync, writes stay fast after bursts.
+		BoltOptions:             &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
+		MsgpackUseNewTimeFormat: true,
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("opening raft log in %s: %w", cfg.DataDir, err)
+	}
+	n.closers = append(n.closers, bolt.Close)
+	cache := newLogCache(512, 64<<10, bolt)
+	last, err := bolt.LastIndex()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading raft log in %s: %w", cfg.DataDir, err)
+	}
+	cache.replay = newReplayAhead(replayAheadBytes, rc.MaxAppendEntries, last, n.meta.applied.Load, n.appliedSignal)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cache, bolt, snaps, nil
+}
 
-	n.logs = logs
-	snaps = indexedSnapshots{snaps}
-
+// openTransport opens the Raft transport (Config.Transport, or TCP with
+// the connection limits and TLS configured), counting acknowledgements
+// for the read barrier (readacks.go).
+func (n *Node) openTransport() error {
+	cfg := n.cfg
 	trans := cfg.Transport
 	if trans == nil {
 		limits := DefaultRaftConnLimits
@@ -226,59 +271,60 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			limits = *cfg.RaftConns
 		}
 		if err := limits.Check(); err != nil {
-			n.closeStores()
-			return nil, err
+			return err
 		}
 		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, limits, cfg.Logger)
 		if err != nil {
-			n.closeStores()
-			return nil, err
+			return err
 		}
 		trans = tcp
 		n.closers = append(n.closers, tcp.Close)
 	}
+	n.rawTransport = trans
 	n.transport = trackAcks(trans, n.acks)
+	return nil
+}
 
-	if cfg.Bootstrap {
-		has, err := raft.HasExistingState(logs, stable, snaps)
-		if err != nil {
-			return nil, err
-		}
-		if !has {
-			conf := raft.Configuration{Servers: []raft.Server{{
-				ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter,
-			}}}
-			if err := raft.BootstrapCluster(rc, logs, stable, snaps, n.transport, conf); err != nil {
-				n.closeStores()
-				return nil, fmt.Errorf("bootstrapping: %w", err)
-			}
-		}
+// bootstrapFresh makes stores without Raft state a single-node cluster of
+// this node (Config.Bootstrap); stores with state are left as they are.
+func (n *Node) bootstrapFresh(rc *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore) error {
+	has, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil || has {
+		return err
 	}
-	r, err := raft.NewRaft(rc, n.meta, logs, stable, snaps, n.transport)
-	if err != nil {
-		n.closeStores()
-		return nil, err
+	conf := raft.Configuration{Servers: []raft.Server{{
+		ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter,
+	}}}
+	if err := raft.BootstrapCluster(rc, logs, stable, snaps, n.transport, conf); err != nil {
+		return fmt.Errorf("bootstrapping: %w", err)
 	}
+	return nil
+}
+
+// start takes raft r into service: the log cache learns what raft has
+// applied, proposals go to r, and the node's background loops start
+// (election order, membership upkeep, the quorum nudge, warm peer
+// connections, log compaction, the state and leader watches).
+func (n *Node) start(r *raft.Raft) {
 	n.raft = r
-	if lc, ok := logs.(*logCache); ok && lc.replay != nil {
+	if lc, ok := n.logs.(*logCache); ok && lc.replay != nil {
 		handed := r.AppliedIndex
 		lc.replay.handed.Store(&handed)
 	}
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.timers = &electionTimers{raft: r, base: n.timing}
 	n.electAloneNow()
-	if !cfg.PlainElections {
+	if !n.cfg.PlainElections {
 		n.done.Add(1)
 		go n.orderElections()
 	}
 	n.done.Add(6)
 	go n.maintain()
 	go n.nudgeElections()
-	go n.keepPeerConnsWarm(trans)
+	go n.keepPeerConnsWarm(n.rawTransport)
 	go n.compactLog()
 	go n.watchState()
 	go n.watchLeader()
-	return n, nil
 }
 
 // burstCheck is how often compactLog looks whether a burst of log entries

@@ -14,7 +14,7 @@
 // (make fault-soak); loadsoak.go is the load soak (make soak).
 //
 // It drives real processes (internal/testcluster's Proc) over HTTP, and
-// imports cluster only for the read-level header names it sends; it must
+// imports cluster/front only for the read-level header names it sends; it must
 // not import fsm or httpapi itself (it depends on fsm only through
 // internal/testcluster, whose in-process half it does not use), and
 // nothing but tests and benchmarks may import it.

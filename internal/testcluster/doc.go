@@ -24,7 +24,8 @@
 //
 // It is imported by tests, the fault-injection harness and benchmark
 // commands, never by the server's packages (internal/layering checks
-// both). It may import cluster, fsm and internal/wanlab, and must not
+// both). It may import cluster, cluster/front, fsm and internal/wanlab,
+// and must not
 // depend on httpapi, directly or not (httpapi's own tests use it: the
 // caller hands Cluster its API); tests inside package cluster (internal
 // tests) cannot use it (import cycle).

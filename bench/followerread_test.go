@@ -34,7 +34,7 @@ import (
 //
 //	leader         on the leader (read barrier: one round of heartbeats)
 //	forwarded      on a follower that forwards the whole request to the
-//	               leader (HandlerOptions.ForwardReads: before read indexes)
+//	               leader (front.Options.ForwardReads: before read indexes)
 //	read-index     on a follower, linearizable: a read index from the
 //	               leader, the answer from the follower's state
 //	bounded        on a follower, X-Placementd-Max-Staleness: 5s

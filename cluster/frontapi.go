@@ -12,10 +12,10 @@ import (
 // What the HTTP front (cluster/front) uses of the node besides the API's
 // Apply and Read, membership (membership.go) and status (status.go): the
 // front never reaches into the node's fields, and the node never imports
-// the front. A follower's linearizable reads take a read index from the
-// leader's front (ReadIndex there, Confirm here); bounded reads look at
-// SinceConfirmed; forwarding waits on LeaderChanges; the probes look at
-// Progress.
+// the front. A follower's linearizable reads ask the leader's front for a
+// read index (which the leader's node gives with ReadIndex) and wait for
+// it with Confirm; bounded reads look at SinceConfirmed; forwarding waits
+// on LeaderChanges; the probes look at Progress.
 
 // LeaderChanges returns a channel closed when this node next sees the
 // leader change (to another node, or to none). Take it before looking at

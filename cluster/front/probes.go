@@ -25,7 +25,7 @@ import (
 // The applied-index check keeps a node that is replaying its log or
 // installing a snapshot out of rotation: with stale reads it would serve
 // old state. So does a state machine stuck on one entry for readyWait, or
-// more than HandlerOptions.MaxApplyLag entries behind the commit index
+// more than Options.MaxApplyLag entries behind the commit index
 // while it applies (Raft's applied index counts entries handed to the
 // state machine, not entries it has applied: the probe watches the state
 // machine itself).

@@ -102,7 +102,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 			}
 			// A connection per worker (one is open before the phase), the
 			// follower's own touch of the leader (background.go) and its
-			// read-index confirmation (readlevels.go), which may come while
+			// read-index confirmation (front/readlevels.go), which may come while
 			// the workers use the connections; and as many again for Go's
 			// transport, which dials for a request that finds no idle
 			// connection, hands it one freed meanwhile if that comes

@@ -14,7 +14,7 @@ import (
 
 // Run does the cluster front's background work until ctx ends: it keeps
 // connections to the other voters' APIs open, and with LeaderRegions it
-// keeps the leader in the preferred regions (topology.go).
+// keeps the leader in the preferred regions (leaderregions.go).
 func (h *Handler) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(3)

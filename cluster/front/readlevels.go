@@ -25,7 +25,7 @@ import (
 //	              fails it forwards the whole request, as before.
 //	bounded       X-Placementd-Max-Staleness: DURATION. Any node answers
 //	              from its own state when its newest confirmation
-//	              (readindex.go) is at most DURATION old; otherwise the
+//	              (cluster/readindex.go) is at most DURATION old; otherwise the
 //	              read is served as a linearizable one, or refused with
 //	              503 when X-Placementd-Max-Staleness-Strict: true.
 //	stale         X-Placementd-Stale-Read: true. The node's state as it

@@ -45,15 +45,15 @@ clean:
 e2e: build
 	CONFORMANCE_DIR="$(abspath $(CONFORMANCE_DIR))" CONFORMANCE_FILES="$(CONFORMANCE_REQUIRED)" cluster/e2e/e2e.sh
 
-# The fault-injection soak (cluster/faults): every nemesis over 3- and
+# The fault-injection soak (internal/faults): every nemesis over 3- and
 # 5-node clusters for SOAK each, then the summary table.
 SOAK ?= 30m
 SOAK_NODES ?= 3,5
 .PHONY: fault-soak
 fault-soak:
-	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' ./cluster/faults/ -v -args -faults.soak $(SOAK) -faults.nodes $(SOAK_NODES)
+	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' ./internal/faults/ -v -args -faults.soak $(SOAK) -faults.nodes $(SOAK_NODES)
 
-# The load soak (cluster/faults/loadsoak.go, docs/security.md): a mixed
+# The load soak (internal/faults/loadsoak.go, docs/security.md): a mixed
 # load (claims, candidate searches, writes, hostile requests) against a
 # 3-node cluster of processes for SOAK_DURATION, the leader SIGKILLed every
 # SOAK_KILL_EVERY; then lost writes, over-allocation, digests and each
@@ -62,18 +62,18 @@ SOAK_DURATION ?= 30m
 SOAK_KILL_EVERY ?= 3m
 .PHONY: soak
 soak:
-	$(GO) test -count=1 -timeout 0 -run '^TestLoadSoak$$' ./cluster/faults/ -v -args \
+	$(GO) test -count=1 -timeout 0 -run '^TestLoadSoak$$' ./internal/faults/ -v -args \
 		-loadsoak.duration $(SOAK_DURATION) -loadsoak.kill-every $(SOAK_KILL_EVERY)
 
-# The freeze scenario (cluster/faults/freeze.go) FREEZE_TRIALS times: the
+# The freeze scenario (internal/faults/freeze.go) FREEZE_TRIALS times: the
 # leader frozen past the election timeout, a write acknowledged by the new
 # leader, reads queued at the frozen one, then woken; no read may be stale.
 FREEZE_TRIALS ?= 60
 .PHONY: freeze-check
 freeze-check:
-	$(GO) test -count=1 -timeout 0 -run '^TestFreeze(TransferBack)?$$' ./cluster/faults/ -v -args -faults.freeze $(FREEZE_TRIALS)
+	$(GO) test -count=1 -timeout 0 -run '^TestFreeze(TransferBack)?$$' ./internal/faults/ -v -args -faults.freeze $(FREEZE_TRIALS)
 
-# The linearizability check on a WAN (cluster/faults TestWAN): 5 voters over
+# The linearizability check on a WAN (internal/faults TestWAN): 5 voters over
 # regions a,a,b,b,c with Raft links WAN_CHECK_RTT apart (± 30 ms), on the
 # 150 ms timing profile, for WAN_CHECK under the WAN nemeses (the leader's
 # region cut off, leader killed, minority cut off, hand-over).
@@ -81,7 +81,7 @@ WAN_CHECK ?= 3m
 WAN_CHECK_RTT ?= 150ms
 .PHONY: wan-check
 wan-check:
-	$(GO) test -count=1 -timeout 0 -run '^TestWAN$$' ./cluster/faults/ -v -args -faults.wan $(WAN_CHECK) -faults.wan-rtt $(WAN_CHECK_RTT)
+	$(GO) test -count=1 -timeout 0 -run '^TestWAN$$' ./internal/faults/ -v -args -faults.wan $(WAN_CHECK) -faults.wan-rtt $(WAN_CHECK_RTT)
 
 # Every fuzz target for FUZZTIME each, one at a time (go test -fuzz runs
 # one target per invocation), with FUZZPARALLEL workers; FUZZ=Name runs

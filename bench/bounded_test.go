@@ -23,7 +23,6 @@ package bench
 import (
 	"bytes"
 	"fmt"
-	"github.com/placementd/placementd/internal/testcluster"
 	"io"
 	"net/http"
 	"runtime/metrics"
@@ -41,6 +40,7 @@ import (
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // benchNode is the single node of the benchmarks: Raft's default timeouts

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/placementd/placementd/internal/testcluster"
 	"io"
 	"log/slog"
 	"net"
@@ -18,9 +17,11 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/cluster/faults"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/faults"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // BenchmarkFollowerRead measures reads through a follower of a 3-node
@@ -33,7 +34,7 @@ import (
 //
 //	leader         on the leader (read barrier: one round of heartbeats)
 //	forwarded      on a follower that forwards the whole request to the
-//	               leader (HandlerOptions.ForwardReads: before read indexes)
+//	               leader (front.Options.ForwardReads: before read indexes)
 //	read-index     on a follower, linearizable: a read index from the
 //	               leader, the answer from the follower's state
 //	bounded        on a follower, X-Placementd-Max-Staleness: 5s
@@ -59,8 +60,8 @@ func BenchmarkFollowerRead(b *testing.B) {
 			{"leader", c.direct[0], one, 1, nil},
 			{"forwarded", c.forwarding[1], one, 1, nil},
 			{"read-index", c.direct[1], one, 1, nil},
-			{"bounded", c.direct[1], one, 1, []string{cluster.MaxStalenessHeader, "5s"}},
-			{"stale", c.direct[1], one, 1, []string{cluster.StaleReadHeader, "true"}},
+			{"bounded", c.direct[1], one, 1, []string{front.MaxStalenessHeader, "5s"}},
+			{"stale", c.direct[1], one, 1, []string{front.StaleReadHeader, "true"}},
 			{"list-16-readers/forwarded", c.forwarding[1], "/resource_providers", 16, nil},
 			{"list-16-readers/read-index", c.direct[1], "/resource_providers", 16, nil},
 		}
@@ -153,7 +154,7 @@ func newWANCluster(b *testing.B, oneWay time.Duration) *wanCluster {
 			ln      net.Listener
 			forward bool
 		}{{direct, false}, {forwarding, true}} {
-			srv := &http.Server{Handler: n.Handler(api, cluster.HandlerOptions{Secret: secret, ForwardReads: s.forward, Logger: quiet})}
+			srv := &http.Server{Handler: front.New(n, api, front.Options{Secret: secret, ForwardReads: s.forward, Logger: quiet})}
 			go srv.Serve(s.ln)
 			b.Cleanup(func() { srv.Close() })
 		}
@@ -175,7 +176,7 @@ func newWANCluster(b *testing.B, oneWay time.Duration) *wanCluster {
 		b.Fatal(err)
 	}
 	for _, n := range nodes[1:] {
-		if err := n.JoinCluster(ctx, []string{c.direct[0]}, secret, false); err != nil {
+		if err := front.JoinCluster(ctx, n, []string{c.direct[0]}, secret, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/internal/testcluster"
 )
@@ -49,7 +49,7 @@ func BenchmarkLeaderRead(b *testing.B) {
 		ctx := context.Background()
 		checks := map[string]func() error{
 			"barrier": func() error { return leader.ReadBarrier(ctx) },
-			"verify":  func() error { return leader.Raft.VerifyLeader().Error() },
+			"verify":  func() error { return leader.RaftVerifyLeader() },
 		}
 		for _, name := range []string{"verify", "barrier"} {
 			check := checks[name]
@@ -58,7 +58,7 @@ func BenchmarkLeaderRead(b *testing.B) {
 					if err := check(); err != nil {
 						b.Fatal(err)
 					}
-					leader.FSM.Read(func(s *state.Store) {})
+					leader.Read(ctx, backend.ReadOptions{Level: backend.Stale})
 				})
 			})
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 )
 
 // Three fresh nodes given the same list form one cluster of three voters
@@ -21,7 +21,7 @@ func TestBootstrapExpected(t *testing.T) {
 
 	// Until every listed node answers, nobody bootstraps.
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	err := nodes[0].Node.BootstrapExpected(ctx, append(addrs, "127.0.0.1:1"), secret)
+	err := front.BootstrapExpected(ctx, nodes[0].Node, append(addrs, "127.0.0.1:1"), secret)
 	cancel()
 	if err == nil || nodes[0].Node.HasState() {
 		t.Fatalf("bootstrapped without hearing from every listed node: %v", err)
@@ -35,9 +35,9 @@ func TestBootstrapExpected(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = n.Node.BootstrapExpected(ctx, addrs, secret); errs[i] == nil {
+			if errs[i] = front.BootstrapExpected(ctx, n.Node, addrs, secret); errs[i] == nil {
 				// Then announce the API address, as serve does.
-				errs[i] = n.Node.JoinCluster(ctx, addrs, secret, false)
+				errs[i] = front.JoinCluster(ctx, n.Node, addrs, secret, false)
 			}
 		}()
 	}
@@ -65,7 +65,7 @@ func TestBootstrapExpected(t *testing.T) {
 	// A fresh node listed with them (one that lost its data dir, or a
 	// list that names it) finds a cluster and does not start another.
 	n4 := c.Start("n4", false, nil)
-	if err := n4.Node.BootstrapExpected(ctx, []string{n4.Addr, nodes[0].Addr, nodes[1].Addr}, secret); err != nil {
+	if err := front.BootstrapExpected(ctx, n4.Node, []string{n4.Addr, nodes[0].Addr, nodes[1].Addr}, secret); err != nil {
 		t.Fatal(err)
 	}
 	if n4.Node.HasState() {
@@ -77,7 +77,7 @@ func TestBootstrapExpected(t *testing.T) {
 	// Its own address must be listed: a node that is not among the
 	// voters to form joins, it does not bootstrap.
 	n5 := c.Start("n5", false, nil)
-	if err := n5.Node.BootstrapExpected(ctx, addrs, secret); err == nil {
+	if err := front.BootstrapExpected(ctx, n5.Node, addrs, secret); err == nil {
 		t.Fatal("bootstrapped a node that the list does not name")
 	}
 }
@@ -93,7 +93,7 @@ func TestLeaveKeepsQuorum(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, n := range nodes[:2] {
-		if err := n.Node.Leave(ctx, secret); !errors.Is(err, cluster.ErrLeaveLosesQuorum) {
+		if err := front.Leave(ctx, n.Node, secret); !errors.Is(err, front.ErrLeaveLosesQuorum) {
 			t.Fatalf("%s left with a voter down: %v", n.ID, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -53,7 +54,7 @@ func TestJoinStatusAndMembership(t *testing.T) {
 	// A voluntary leave, then an operator's removal of a dead node.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n4.Node.Leave(ctx, secret); err != nil {
+	if err := front.Leave(ctx, n4.Node, secret); err != nil {
 		t.Fatal(err)
 	}
 	c.Stop(n4)
@@ -65,7 +66,7 @@ func TestJoinStatusAndMembership(t *testing.T) {
 	if len(members) != 2 || members[0].ID != "n1" || members[1].ID != "n2" {
 		t.Fatalf("members after leave and remove: %+v", members)
 	}
-	var se *cluster.StatusError
+	var se *front.StatusError
 	if err := client(n2).Remove(ctx, "n3"); !errors.As(err, &se) || se.Code != http.StatusNotFound {
 		t.Fatalf("removing a removed node: %v", err)
 	}
@@ -82,13 +83,13 @@ func TestOperatorAPINeedsTheSecret(t *testing.T) {
 	n2 := c.Start("n2", false, nil)
 
 	ctx := context.Background()
-	bad := &cluster.Client{Addr: n1.Addr, Secret: "wrong"}
-	var se *cluster.StatusError
+	bad := &front.Client{Addr: n1.Addr, Secret: "wrong"}
+	var se *front.StatusError
 	err := bad.Join(ctx, cluster.JoinRequest{ID: "n2", RaftAddr: "n2", HTTPAddr: n2.Addr})
 	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
 		t.Fatalf("join with a wrong secret: %v", err)
 	}
-	if _, err := (&cluster.Client{Addr: n1.Addr}).Status(ctx); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+	if _, err := (&front.Client{Addr: n1.Addr}).Status(ctx); !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
 		t.Fatalf("status without the secret: %v", err)
 	}
 	if members, _ := n1.Node.Members(); len(members) != 1 {
@@ -114,8 +115,8 @@ func TestFollowersServeTheWholeAPI(t *testing.T) {
 
 	// A write through a follower gets the leader's response.
 	r := do(t, f[0], "PUT", "/resource_classes/CUSTOM_GOLD", nil)
-	if r.status != 201 || r.header.Get(cluster.ServedByHeader) != leader.ID {
-		t.Fatalf("PUT via follower: %d served by %q: %s", r.status, r.header.Get(cluster.ServedByHeader), r.body)
+	if r.status != 201 || r.header.Get(front.ServedByHeader) != leader.ID {
+		t.Fatalf("PUT via follower: %d served by %q: %s", r.status, r.header.Get(front.ServedByHeader), r.body)
 	}
 	if r.header.Get("X-Openstack-Request-Id") == "" || r.header.Get("Location") == "" {
 		t.Fatalf("leader's headers not relayed: %v", r.header)
@@ -170,15 +171,15 @@ func TestFollowersServeTheWholeAPI(t *testing.T) {
 	}
 
 	// A stale read is answered by the node itself.
-	r = do(t, f[1], "GET", "/resource_classes/CUSTOM_GOLD", nil, cluster.StaleReadHeader, "true")
-	if r.status != 200 || r.header.Get(cluster.ServedByHeader) != f[1].ID {
-		t.Fatalf("stale read: %d served by %q", r.status, r.header.Get(cluster.ServedByHeader))
+	r = do(t, f[1], "GET", "/resource_classes/CUSTOM_GOLD", nil, front.StaleReadHeader, "true")
+	if r.status != 200 || r.header.Get(front.ServedByHeader) != f[1].ID {
+		t.Fatalf("stale read: %d served by %q", r.status, r.header.Get(front.ServedByHeader))
 	}
 	// Without the header, a follower answers from its own state after
 	// asking the leader for a read index.
 	r = do(t, f[1], "GET", "/resource_classes", nil)
-	if r.status != 200 || r.header.Get(cluster.ServedByHeader) != f[1].ID || r.header.Get(cluster.ReadLevelHeader) != "linearizable" {
-		t.Fatalf("read: %d served by %q at level %q", r.status, r.header.Get(cluster.ServedByHeader), r.header.Get(cluster.ReadLevelHeader))
+	if r.status != 200 || r.header.Get(front.ServedByHeader) != f[1].ID || r.header.Get(front.ReadLevelHeader) != "linearizable" {
+		t.Fatalf("read: %d served by %q at level %q", r.status, r.header.Get(front.ServedByHeader), r.header.Get(front.ReadLevelHeader))
 	}
 	c.Converged()
 }
@@ -194,7 +195,7 @@ func TestStaleReadIsLocal(t *testing.T) {
 	if r := do(t, leader, "PUT", "/resource_classes/CUSTOM_UNSEEN", nil); r.status != 201 {
 		t.Fatalf("PUT: %d", r.status)
 	}
-	if r := do(t, f, "GET", "/resource_classes/CUSTOM_UNSEEN", nil, cluster.StaleReadHeader, "true"); r.status != 404 {
+	if r := do(t, f, "GET", "/resource_classes/CUSTOM_UNSEEN", nil, front.StaleReadHeader, "true"); r.status != 404 {
 		t.Fatalf("stale read on a cut-off follower saw the write: %d", r.status)
 	}
 	if r := getRetrying(t, f, "/resource_classes/CUSTOM_UNSEEN"); r.status != 200 {
@@ -259,9 +260,9 @@ func TestFollowerReadWithoutLeaderIs503(t *testing.T) {
 	r := do(t, f, "GET", "/resource_classes", nil)
 	took := time.Since(start)
 	codes := r.json(t)["errors"]
-	if r.status != 503 || r.header.Get("Retry-After") == "" || codes == nil || r.header.Get(cluster.KnownLeaderHeader) != "false" {
+	if r.status != 503 || r.header.Get("Retry-After") == "" || codes == nil || r.header.Get(front.KnownLeaderHeader) != "false" {
 		t.Fatalf("read through a follower without a leader: %d, Retry-After %q, %s %q: %s",
-			r.status, r.header.Get("Retry-After"), cluster.KnownLeaderHeader, r.header.Get(cluster.KnownLeaderHeader), r.body)
+			r.status, r.header.Get("Retry-After"), front.KnownLeaderHeader, r.header.Get(front.KnownLeaderHeader), r.body)
 	}
 	if took > 10*time.Second {
 		t.Errorf("the read's 503 took %v: want it after the leader wait (5 s), not the API's wait for a leader on top", took)
@@ -282,7 +283,7 @@ func TestSnapshotInstallAndCatchUp(t *testing.T) {
 			t.Fatalf("PUT: %d", r.status)
 		}
 	}
-	if err := n1.Node.Raft.Snapshot().Error(); err != nil {
+	if err := n1.Node.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	n2 := c.Start("n2", false, tune)
@@ -312,7 +313,7 @@ func TestSnapshotInstallAndCatchUp(t *testing.T) {
 			t.Fatalf("PUT while n2 is cut off: %d %s", r.status, r.body)
 		}
 	}
-	if err := n1.Node.Raft.Snapshot().Error(); err != nil {
+	if err := n1.Node.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	before := n2.Node.Status(false).LastSnapshotIndex
@@ -344,18 +345,18 @@ func TestRestartRecovers(t *testing.T) {
 			t.Fatalf("PUT: %d", r.status)
 		}
 		if i == 20 {
-			if err := n1.Node.Raft.Snapshot().Error(); err != nil {
+			if err := n1.Node.Raft().Snapshot().Error(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	want, wantIdx := n1.Node.FSM.Digest()
+	want, wantIdx := n1.Node.Digest()
 	n1 = c.Restart(n1)
 	c.Leader()
 	if r := do(t, n1, "GET", "/resource_classes/CUSTOM_R29", nil); r.status != 200 {
 		t.Fatalf("GET after restart: %d", r.status)
 	}
-	if got, idx := n1.Node.FSM.Digest(); got != want || idx != wantIdx {
+	if got, idx := n1.Node.Digest(); got != want || idx != wantIdx {
 		t.Fatalf("digest after restart %s@%d, want %s@%d", got, idx, want, wantIdx)
 	}
 	if n1.Node.Status(false).LastSnapshotIndex == 0 {
@@ -383,7 +384,7 @@ func TestBackupAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, _ := nodes[0].Node.FSM.Digest()
+	live, _ := nodes[0].Node.Digest()
 	if digest != live {
 		t.Fatalf("backup digest %s, cluster %s", digest, live)
 	}
@@ -394,7 +395,7 @@ func TestBackupAndRestore(t *testing.T) {
 	if err := m1.Node.RestoreBackup(buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := m1.Node.FSM.Digest(); got != digest {
+	if got, _ := m1.Node.Digest(); got != digest {
 		t.Fatalf("restored digest %s, want %s", got, digest)
 	}
 	for _, path := range []string{"/resource_classes", "/resource_classes/CUSTOM_B3", "/traits?name=startswith:CUSTOM_", "/resource_providers"} {
@@ -493,8 +494,8 @@ func TestStopWritesHandsWritesOver(t *testing.T) {
 	}
 	for range 2 {
 		a := <-answers
-		if a.r.status != 201 || a.r.header.Get(cluster.ServedByHeader) == old.ID {
-			t.Errorf("write via %s during the hand-over: %d served by %q: %s", a.via, a.r.status, a.r.header.Get(cluster.ServedByHeader), a.r.body)
+		if a.r.status != 201 || a.r.header.Get(front.ServedByHeader) == old.ID {
+			t.Errorf("write via %s during the hand-over: %d served by %q: %s", a.via, a.r.status, a.r.header.Get(front.ServedByHeader), a.r.body)
 		}
 	}
 	if r := do(t, f[1], "GET", "/resource_classes/CUSTOM_REFUSED", nil); r.status != 404 {

@@ -7,7 +7,8 @@
 // its result. Errors are sorted into two kinds a client must be able to
 // tell apart: ErrNotLeader (the command was certainly not appended) and
 // ErrUnknownOutcome (it may still commit; the client should retry with the
-// same generations, which makes a retry safe). Commands proposed while
+// same generations, which makes a retry safe); both are defined in
+// cluster/backend, which the API imports instead of the node. Commands proposed while
 // an entry of this node's is in flight wait and go out together as one
 // batch entry (group commit, propose.go): each still gets its own result,
 // and a failed entry fails every command in it with the same error.
@@ -18,23 +19,21 @@
 // before, which lets a leader woken from a freeze confirm itself), and
 // waits until the FSM has applied that index. The first read of a new
 // term waits for a Barrier through the log, because hashicorp/raft does
-// not say when the new term's first entry committed. The front serves
-// reads at the level the client asks for (readlevels.go): linearizable
-// reads on a follower from its own state after a read index from the
-// leader (readindex.go), bounded-staleness reads from a node's state while
-// its newest confirmation with the leader is within the bound, stale
-// reads as they are; every answer says which node, state index and level
-// it comes from.
+// not say when the new term's first entry committed. Read returns the
+// state version to read from as fresh as its backend.ReadOptions say:
+// after the barrier (linearizable), at once (stale, or a state the caller
+// confirmed), or while the newest confirmation is within a bound. The
+// HTTP front (cluster/front) chooses the options for each request:
+// linearizable reads on a follower from its own state after a read index
+// from the leader (ReadIndex, Confirm; readindex.go), bounded-staleness
+// reads while its newest confirmation with the leader is within the bound
+// (SinceConfirmed), stale reads as they are.
 //
 // Timing (timing.go): the Raft timeouts, set directly or as a multiplier
 // and checked against each other. Topology (topology.go): region and zone
 // labels carried with the membership, the check that losing one region
-// keeps a quorum, leadership transfer, and the leader preference that
-// Handler.Run applies; Run also keeps connections to the other voters'
-// APIs open (background.go) so that forwarding pays no handshake. A
-// forwarded request's body is read through the API when it is a
-// BodyReader, so that it counts against the API's body admission while
-// the follower holds it (forward.go).
+// keeps a quorum, and leadership transfer, which the front's leader
+// preference uses.
 //
 // Raft transport (transport.go): TCP, optionally mutual TLS from
 // certificate files or derived from the cluster secret (raftsecret.go:
@@ -56,9 +55,15 @@
 // restore`) is seeded into a data directory by SeedRestore and installed
 // by the node's first start.
 //
+// The node's HTTP (forwarding to the leader, read levels, the operator
+// API and its client, probes, join and leave) is package cluster/front,
+// which uses the node through its exported methods; those only the front
+// needs are in frontapi.go. The node's status (status.go) is what the
+// operator API reports.
+//
 // cluster imports fsm (the FSM it drives and the formats it frames its
-// metadata in) and fsm/state (commands and reads); it must not import
-// httpapi or any package under it: the Placement API sits on top of the
-// cluster (httpapi.Backend) and the cluster's own HTTP (forwarding, the
-// operator API, read levels) knows nothing of Placement's routes.
+// metadata in), fsm/state (commands and reads) and cluster/backend; it
+// must not import cluster/front (the front sits on the node, never the
+// reverse), nor httpapi or any package under it: the Placement API sits on
+// top of the cluster (httpapi.Backend, served by Node.Apply and Node.Read).
 package cluster

@@ -138,8 +138,8 @@ func starterAfter(heartbeat time.Duration) time.Duration { return heartbeat + he
 // it follows: 0 for the starter, -1 when it is not a following voter or
 // knows no leader.
 func (n *Node) electionPlace() int {
-	_, leader := n.Raft.LeaderWithID()
-	fut := n.Raft.GetConfiguration()
+	_, leader := n.raft.LeaderWithID()
+	fut := n.raft.GetConfiguration()
 	if leader == "" || fut.Error() != nil {
 		return -1
 	}
@@ -169,7 +169,7 @@ func (n *Node) orderElections() {
 	for {
 		changed := n.leaderChanges()
 		wait := time.Second // the configuration may change without a new leader
-		switch n.Raft.State() {
+		switch n.raft.State() {
 		case raft.Leader:
 			n.timers.follow(false)
 		case raft.Follower:
@@ -178,7 +178,7 @@ func (n *Node) orderElections() {
 			if place < 0 {
 				break
 			}
-			silent := time.Since(n.Raft.LastContact())
+			silent := time.Since(n.raft.LastContact())
 			if wait = checkAfter(place, hb, turnSlot(hb, n.peers.maxRTT())) - silent; wait <= 0 {
 				n.cfg.Logger.Info("the leader has been silent past this node's turn in the election order: checking the leader now",
 					"place", place, "silent", silent.Round(time.Millisecond).String())

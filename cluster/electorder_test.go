@@ -20,7 +20,7 @@ func TestElectionOrderTimers(t *testing.T) {
 	heartbeats := func(want map[*testNode]time.Duration) func() error {
 		return func() error {
 			for n, d := range want {
-				if got := n.Node.Raft.ReloadableConfig().HeartbeatTimeout; got != d {
+				if got := n.Node.Raft().ReloadableConfig().HeartbeatTimeout; got != d {
 					return fmt.Errorf("%s's heartbeat timeout is %v, want %v", n.ID, got, d)
 				}
 			}
@@ -42,7 +42,7 @@ func TestElectionOrderTimers(t *testing.T) {
 	}
 	testcluster.WaitFor(t, 15*time.Second, "the timers of the new order", heartbeats(map[*testNode]time.Duration{
 		leader: hb, follower: hb}))
-	if got := follower.Node.Raft.ReloadableConfig().ElectionTimeout; got != hb {
+	if got := follower.Node.Raft().ReloadableConfig().ElectionTimeout; got != hb {
 		t.Errorf("the starter's election timeout is %v, want %v", got, hb)
 	}
 }

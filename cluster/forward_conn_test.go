@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 )
 
 // Forwarding between members keeps its connections, TLS on: requests a
@@ -62,7 +62,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusNoContent {
 			t.Errorf("PUT via %s: %d", via.ID, resp.StatusCode)
 		}
-		return resp.Header.Get(cluster.ServedByHeader)
+		return resp.Header.Get(front.ServedByHeader)
 	}
 	// phase sends requests through the follower, workers at a time, and
 	// returns how many connections the leader accepted meanwhile; ok is
@@ -102,7 +102,7 @@ func TestForwardingKeepsConnections(t *testing.T) {
 			}
 			// A connection per worker (one is open before the phase), the
 			// follower's own touch of the leader (background.go) and its
-			// read-index confirmation (readlevels.go), which may come while
+			// read-index confirmation (front/readlevels.go), which may come while
 			// the workers use the connections; and as many again for Go's
 			// transport, which dials for a request that finds no idle
 			// connection, hands it one freed meanwhile if that comes

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/internal/testcluster"
 )
@@ -62,7 +63,7 @@ func do(t *testing.T, n *testNode, method, path string, body any, headers ...str
 	return response{status: r.Status, header: r.Header, body: r.Body}
 }
 
-func client(n *testNode) *cluster.Client { return n.Client() }
+func client(n *testNode) *front.Client { return n.Client() }
 
 // waitFor waits up to 15 s until cond holds.
 func waitFor(t *testing.T, what string, cond func() bool) {

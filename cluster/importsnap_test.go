@@ -58,7 +58,7 @@ func TestSnapshotAfterImport(t *testing.T) {
 			t.Fatalf("chunk %d: %v", i, err)
 		}
 	}
-	last := leader.Node.FSM.Version().LastIndex
+	last := leader.Node.FSM().Version().LastIndex
 	for _, n := range []*testNode{n1, n2, n3} {
 		waitFor(t, n.ID+" snapshots the import", func() bool { return n.Node.Status(false).LastSnapshotIndex >= last })
 		if got := replayed[n.ID].Load(); got != chunks {
@@ -76,7 +76,7 @@ func TestSnapshotAfterImport(t *testing.T) {
 	c.Leader()
 	for _, id := range ids {
 		n := c.Node(id)
-		waitFor(t, id+" back at the import's index", func() bool { return n.Node.FSM.Version().LastIndex >= last })
+		waitFor(t, id+" back at the import's index", func() bool { return n.Node.FSM().Version().LastIndex >= last })
 		if st := n.Node.Status(false); st.LastSnapshotIndex < last {
 			t.Errorf("%s restarted with snapshot %d, before the import's last chunk %d", id, st.LastSnapshotIndex, last)
 		}
@@ -84,7 +84,7 @@ func TestSnapshotAfterImport(t *testing.T) {
 			t.Errorf("%s replayed %d import chunks at restart, want none (restored from the snapshot)", id, got)
 		}
 		var providers int
-		n.Node.FSM.Read(func(s *state.Store) { providers = s.Contents().Providers })
+		n.Node.FSM().Read(func(s *state.Store) { providers = s.Contents().Providers })
 		if providers != chunks*perChunk {
 			t.Errorf("%s holds %d providers after restart, want %d", id, providers, chunks*perChunk)
 		}

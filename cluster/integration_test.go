@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 
@@ -25,7 +25,7 @@ var claimClient = &http.Client{Timeout: 15 * time.Second, Transport: &http.Trans
 func placement(method, addr, path string, body any, stale bool) (int, []byte, error) {
 	headers := []string{"OpenStack-API-Version", "placement 1.36"}
 	if stale {
-		headers = append(headers, cluster.StaleReadHeader, "true")
+		headers = append(headers, front.StaleReadHeader, "true")
 	}
 	r, err := testcluster.Send(claimClient, "http://"+addr, method, path, body, headers...)
 	return r.Status, r.Body, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 
@@ -36,16 +37,16 @@ func TestForgedInternalHeadersHaveNoEffect(t *testing.T) {
 		{hopsHeader, "5", "X-Placementd-Member", forged},
 	} {
 		r := do(t, f[0], "PUT", fmt.Sprintf("/traits/CUSTOM_FORGED_%d", i), nil, hdrs...)
-		if r.status != 201 || r.header.Get(cluster.ServedByHeader) != leader.ID {
+		if r.status != 201 || r.header.Get(front.ServedByHeader) != leader.ID {
 			t.Errorf("PUT via a follower with %v: %d served by %q (want 201 by %s): %s",
-				hdrs, r.status, r.header.Get(cluster.ServedByHeader), leader.ID, r.body)
+				hdrs, r.status, r.header.Get(front.ServedByHeader), leader.ID, r.body)
 		}
 	}
 	// A read with a forged hop count is still served by the follower from
 	// its own state after a read index (a forwarded read is not).
 	r := do(t, f[1], "GET", "/traits/CUSTOM_FORGED_0", nil, hopsHeader, "1")
-	if r.status != 204 || r.header.Get(cluster.ServedByHeader) != f[1].ID || r.header.Get(cluster.ReadLevelHeader) != "linearizable" {
-		t.Errorf("read with a forged hop count: %d served by %q at %q", r.status, r.header.Get(cluster.ServedByHeader), r.header.Get(cluster.ReadLevelHeader))
+	if r.status != 204 || r.header.Get(front.ServedByHeader) != f[1].ID || r.header.Get(front.ReadLevelHeader) != "linearizable" {
+		t.Errorf("read with a forged hop count: %d served by %q at %q", r.status, r.header.Get(front.ServedByHeader), r.header.Get(front.ReadLevelHeader))
 	}
 	// The read index endpoint answers members only.
 	r = do(t, leader, "GET", "/_cluster/read-index?id="+f[0].ID+"&term=1", nil)
@@ -142,13 +143,13 @@ func TestNodeNamesNeedTheSecret(t *testing.T) {
 	for _, n := range []*testNode{leader, f[0]} {
 		for _, m := range []string{"PUT", "GET"} {
 			resp, _ := get(n, m, "/traits/CUSTOM_NAMES", false)
-			if resp.StatusCode >= 300 || resp.Header.Get(cluster.ServedByHeader) != "" ||
-				resp.Header.Get(cluster.KnownLeaderHeader) != "true" || resp.Header.Get(cluster.AppliedIndexHeader) == "" {
+			if resp.StatusCode >= 300 || resp.Header.Get(front.ServedByHeader) != "" ||
+				resp.Header.Get(front.KnownLeaderHeader) != "true" || resp.Header.Get(front.AppliedIndexHeader) == "" {
 				t.Errorf("%s via %s without the secret: %d, headers %v", m, n.ID, resp.StatusCode, resp.Header)
 			}
 			resp, _ = get(n, m, "/traits/CUSTOM_NAMES", true)
-			if resp.Header.Get(cluster.ServedByHeader) == "" {
-				t.Errorf("%s via %s with the secret: no %s", m, n.ID, cluster.ServedByHeader)
+			if resp.Header.Get(front.ServedByHeader) == "" {
+				t.Errorf("%s via %s with the secret: no %s", m, n.ID, front.ServedByHeader)
 			}
 		}
 	}
@@ -164,8 +165,8 @@ func TestNodeNamesNeedTheSecret(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	front(f[0]).Readyz(rec, httptest.NewRequest("GET", "/readyz", nil))
-	var p cluster.Probe
+	frontOf(f[0]).Readyz(rec, httptest.NewRequest("GET", "/readyz", nil))
+	var p front.Probe
 	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || !p.Ready || p.Leader != "" {
 		t.Errorf("/readyz without the secret: %d %s", rec.Code, rec.Body)
 	}

@@ -30,11 +30,11 @@ func (n *Node) HTTPAddr() string { return n.cfg.HTTPAddr }
 
 // Members lists the latest Raft configuration, by id.
 func (n *Node) Members() ([]Member, error) {
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
 		return nil, err
 	}
-	_, leader := n.Raft.LeaderWithID()
+	_, leader := n.raft.LeaderWithID()
 	var out []Member
 	for _, s := range fut.Configuration().Servers {
 		m := n.meta.member(string(s.ID))
@@ -51,7 +51,7 @@ func (n *Node) Members() ([]Member, error) {
 // Leader returns the leader's id and advertised API address, "" when no
 // leader is known (or its address is not yet).
 func (n *Node) Leader() (id, httpAddr string) {
-	_, lid := n.Raft.LeaderWithID()
+	_, lid := n.raft.LeaderWithID()
 	if lid == "" {
 		return "", ""
 	}
@@ -74,7 +74,7 @@ func (n *Node) AddMember(ctx context.Context, req JoinRequest) error {
 	if id == "" || raftAddr == "" {
 		return errors.New("join: node id and raft address are required")
 	}
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (n *Node) AddMember(ctx context.Context, req JoinRequest) error {
 			present = true
 		case s.ID == raft.ServerID(id) && s.Address == raft.ServerAddress(raftAddr) && s.Suffrage == raft.Voter && nonVoter:
 			// Demoting a voter goes through DemoteVoter.
-			if err := n.Raft.DemoteVoter(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
+			if err := n.raft.DemoteVoter(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
 				return membershipErr(err)
 			}
 			present = true
@@ -97,7 +97,7 @@ func (n *Node) AddMember(ctx context.Context, req JoinRequest) error {
 			if s.ID == raft.ServerID(n.cfg.NodeID) {
 				return fmt.Errorf("join: %s (%s) conflicts with the leader itself", id, raftAddr)
 			}
-			if err := n.Raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
+			if err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
 				return membershipErr(err)
 			}
 		}
@@ -105,9 +105,9 @@ func (n *Node) AddMember(ctx context.Context, req JoinRequest) error {
 	if !present {
 		var f raft.IndexFuture
 		if nonVoter {
-			f = n.Raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)
+			f = n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)
 		} else {
-			f = n.Raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)
+			f = n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout)
 		}
 		if err := f.Error(); err != nil {
 			return membershipErr(err)
@@ -126,7 +126,7 @@ func (n *Node) RemoveMember(ctx context.Context, id string) error {
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
 		return err
 	}
@@ -147,12 +147,12 @@ func (n *Node) RemoveMember(ctx context.Context, id string) error {
 			return errors.New("cannot remove the only voter")
 		}
 		// The new leader removes this node.
-		if err := n.Raft.LeadershipTransfer().Error(); err != nil {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
 			return membershipErr(err)
 		}
 		return ErrNotLeader
 	}
-	if err := n.Raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
 		return membershipErr(err)
 	}
 	return n.applyMeta(metaEntry{Op: "delete", ID: id})
@@ -171,7 +171,7 @@ func membershipErr(err error) error {
 }
 
 func (n *Node) applyMeta(e metaEntry) error {
-	if err := n.Raft.Apply(encodeMeta(e), n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.raft.Apply(encodeMeta(e), n.cfg.ApplyTimeout).Error(); err != nil {
 		return membershipErr(err)
 	}
 	return nil
@@ -183,11 +183,11 @@ func (n *Node) TransferLeadership() error {
 	if !n.IsLeader() || n.voters() < 2 {
 		return nil
 	}
-	return n.Raft.LeadershipTransfer().Error()
+	return n.raft.LeadershipTransfer().Error()
 }
 
 func (n *Node) voters() int {
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if fut.Error() != nil {
 		return 0
 	}
@@ -202,7 +202,7 @@ func (n *Node) voters() int {
 
 // IsMember reports whether this node is in its latest configuration.
 func (n *Node) IsMember() bool {
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if fut.Error() != nil {
 		return false
 	}
@@ -216,7 +216,7 @@ func (n *Node) IsMember() bool {
 
 // Alone reports whether this node is the only server it knows of.
 func (n *Node) Alone() bool {
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if fut.Error() != nil {
 		return false
 	}
@@ -257,8 +257,8 @@ func (n *Node) leaderChanges() <-chan struct{} {
 func (n *Node) observe(size int, filter func(*raft.Observation) bool) (<-chan raft.Observation, func()) {
 	obs := make(chan raft.Observation, size)
 	observer := raft.NewObserver(obs, false, filter)
-	n.Raft.RegisterObserver(observer)
-	return obs, func() { n.Raft.DeregisterObserver(observer) }
+	n.raft.RegisterObserver(observer)
+	return obs, func() { n.raft.DeregisterObserver(observer) }
 }
 
 func isLeaderObservation(o *raft.Observation) bool {
@@ -275,7 +275,7 @@ func (n *Node) watchLeader() {
 	defer deregister()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	last, _ := n.Raft.LeaderWithID()
+	last, _ := n.raft.LeaderWithID()
 	for {
 		select {
 		case <-n.stop:
@@ -283,7 +283,7 @@ func (n *Node) watchLeader() {
 		case <-tick.C:
 		case <-obs:
 		}
-		if now, _ := n.Raft.LeaderWithID(); now != last {
+		if now, _ := n.raft.LeaderWithID(); now != last {
 			last = now
 			n.lmu.Lock()
 			if n.leaderCh != nil {
@@ -319,7 +319,7 @@ func (n *Node) maintain() {
 		if self := n.selfMeta(); n.cfg.HTTPAddr != "" && n.meta.member(n.cfg.NodeID) != self {
 			n.applyMeta(setEntry(n.cfg.NodeID, self))
 		}
-		fut := n.Raft.GetConfiguration()
+		fut := n.raft.GetConfiguration()
 		if fut.Error() != nil {
 			continue
 		}
@@ -344,11 +344,11 @@ func (n *Node) RestoreBackup(data []byte) error {
 	}
 	// Raft refuses a restore until the configuration entry of a newly
 	// bootstrapped cluster is applied: a barrier waits for it.
-	if err := n.Raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
 		return membershipErr(err)
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(data))}
-	if err := n.Raft.Restore(meta, bytes.NewReader(data), n.cfg.ApplyTimeout); err != nil {
+	if err := n.raft.Restore(meta, bytes.NewReader(data), n.cfg.ApplyTimeout); err != nil {
 		return err
 	}
 	// The backup holds no member addresses, and the log before it is gone:

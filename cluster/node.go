@@ -16,17 +16,16 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 )
 
+// The errors a write ends in besides a rejection by the state, defined in
+// package backend so that the API can name them without importing the node.
 var (
-	// ErrNotLeader: this node cannot take the request now and the command
-	// was certainly not appended to the log.
-	ErrNotLeader = errors.New("not the leader")
-	// ErrUnknownOutcome: the command was handed to Raft but leadership was
-	// lost or the node stopped before its result was known; it may commit.
-	ErrUnknownOutcome = errors.New("outcome of the write is unknown")
+	ErrNotLeader      = backend.ErrNotLeader
+	ErrUnknownOutcome = backend.ErrUnknownOutcome
 )
 
 // Config says where a node keeps its data and how it is reached.
@@ -91,8 +90,8 @@ type Config struct {
 // Node is one placementd Raft member.
 type Node struct {
 	cfg    Config
-	Raft   *raft.Raft
-	FSM    *fsm.FSM
+	raft   *raft.Raft
+	fsm    *fsm.FSM
 	meta   *clusterFSM
 	timing Timing
 	// timers: every change of raft's timeouts after start (electorder.go);
@@ -101,10 +100,13 @@ type Node struct {
 	peers     peerProbes
 	probedBy  chan raft.ServerID
 	transport raft.Transport
-	closers   []func() error
-	stop      chan struct{}
-	stopOnce  sync.Once
-	done      sync.WaitGroup
+	// rawTransport is the transport without the acknowledgement tracking
+	// (the peer probes send through it).
+	rawTransport raft.Transport
+	closers      []func() error
+	stop         chan struct{}
+	stopOnce     sync.Once
+	done         sync.WaitGroup
 
 	mu          sync.Mutex
 	readyTerm   uint64      // term whose barrier has completed
@@ -146,8 +148,48 @@ type Node struct {
 	leaderCh chan struct{} // closed at the next change of leader (leaderChanges)
 }
 
-// Open starts a node over f with the configured stores.
+// Open starts a node over f with the configured stores: the Raft
+// configuration, the log, stable and snapshot stores, the transport, a
+// fresh data directory bootstrapped when asked, then Raft and the node's
+// background loops.
 func Open(cfg Config, f *fsm.FSM) (*Node, error) {
+	cfg = cfg.withDefaults()
+	n := &Node{cfg: cfg, fsm: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
+		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
+	n.verify = newSharedRounds(func() (uint64, error) { return n.confirmLeadership(context.Background()) })
+	n.meta.onApply = n.notifyApplied
+	rc := cfg.raftConfig()
+	n.protocolVersion = rc.ProtocolVersion
+	n.timing = timingOf(rc)
+
+	logs, stable, snaps, err := n.openStores(rc)
+	if err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	n.logs = logs
+	snaps = indexedSnapshots{snaps}
+	if err := n.openTransport(); err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	if cfg.Bootstrap {
+		if err := n.bootstrapFresh(rc, logs, stable, snaps); err != nil {
+			n.closeStores()
+			return nil, err
+		}
+	}
+	r, err := raft.NewRaft(rc, n.meta, logs, stable, snaps, n.transport)
+	if err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	n.start(r)
+	return n, nil
+}
+
+// withDefaults is cfg with its zero fields given their defaults.
+func (cfg Config) withDefaults() Config {
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}
@@ -160,10 +202,12 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.SnapshotBurstBytes == 0 {
 		cfg.SnapshotBurstBytes = 16 << 20
 	}
-	n := &Node{cfg: cfg, FSM: f, meta: newClusterFSM(f, max(cfg.SnapshotBytes, 0)), stop: make(chan struct{}),
-		acks: newAckTracker(), applied: make(chan struct{}), probedBy: make(chan raft.ServerID, 8)}
-	n.verify = newSharedRounds(func() (uint64, error) { return n.confirmLeadership(context.Background()) })
-	n.meta.onApply = n.notifyApplied
+	return cfg
+}
+
+// raftConfig is raft's configuration for the node: its timing, then what
+// Tune changes.
+func (cfg Config) raftConfig() *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = cfg.Logger
@@ -173,57 +217,57 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	if cfg.Tune != nil {
 		cfg.Tune(rc)
 	}
-	n.protocolVersion = rc.ProtocolVersion
-	n.timing = timingOf(rc)
+	return rc
+}
 
-	var (
-		logs   raft.LogStore
-		stable raft.StableStore
-		snaps  raft.SnapshotStore
-		err    error
-	)
+// openStores opens the log, stable and snapshot stores: in memory
+// (InMemory), or BoltDB and snapshot files in the data directory, the log
+// behind a cache that replays ahead of raft at start (replayahead.go). The
+// caller closes what was opened (closeStores) when it fails.
+func (n *Node) openStores(rc *raft.Config) (raft.LogStore, raft.StableStore, raft.SnapshotStore, error) {
+	cfg := n.cfg
 	if cfg.InMemory {
 		mem := raft.NewInmemStore()
-		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+		if cfg.DataDir == "" {
+			return mem, mem, raft.NewInmemSnapshotStore(), nil
+		}
 		// raft's in-memory snapshot store hands out the snapshot being
 		// written to a follower it installs on (a data race): with a
 		// DataDir, snapshots go to files even in memory mode.
-		if cfg.DataDir != "" {
-			if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-			return nil, err
-		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{
-			Path: filepath.Join(cfg.DataDir, "raft.db"),
-			// Without freelist sync, writes stay fast after bursts.
-			BoltOptions:             &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
-			MsgpackUseNewTimeFormat: true,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("opening raft log in %s: %w", cfg.DataDir, err)
-		}
-		n.closers = append(n.closers, bolt.Close)
-		stable = bolt
-		cache := newLogCache(512, 64<<10, bolt)
-		last, err := bolt.LastIndex()
-		if err != nil {
-			n.closeStores()
-			return nil, fmt.Errorf("reading raft log in %s: %w", cfg.DataDir, err)
-		}
-		cache.replay = newReplayAhead(replayAheadBytes, rc.MaxAppendEntries, last, n.meta.applied.Load, n.appliedSignal)
-		logs = cache
-		if snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger); err != nil {
-			return nil, err
-		}
+		snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger)
+		return mem, mem, snaps, err
 	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, nil, nil, err
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(cfg.DataDir, "raft.db"),
+		// Without freelist sync, writes stay fast after bursts.
+		BoltOptions:             &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
+		MsgpackUseNewTimeFormat: true,
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("opening raft log in %s: %w", cfg.DataDir, err)
+	}
+	n.closers = append(n.closers, bolt.Close)
+	cache := newLogCache(512, 64<<10, bolt)
+	last, err := bolt.LastIndex()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading raft log in %s: %w", cfg.DataDir, err)
+	}
+	cache.replay = newReplayAhead(replayAheadBytes, rc.MaxAppendEntries, last, n.meta.applied.Load, n.appliedSignal)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cache, bolt, snaps, nil
+}
 
-	n.logs = logs
-	snaps = indexedSnapshots{snaps}
-
+// openTransport opens the Raft transport (Config.Transport, or TCP with
+// the connection limits and TLS configured), counting acknowledgements
+// for the read barrier (readacks.go).
+func (n *Node) openTransport() error {
+	cfg := n.cfg
 	trans := cfg.Transport
 	if trans == nil {
 		limits := DefaultRaftConnLimits
@@ -231,59 +275,60 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			limits = *cfg.RaftConns
 		}
 		if err := limits.Check(); err != nil {
-			n.closeStores()
-			return nil, err
+			return err
 		}
 		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, limits, cfg.Logger)
 		if err != nil {
-			n.closeStores()
-			return nil, err
+			return err
 		}
 		trans = tcp
 		n.closers = append(n.closers, tcp.Close)
 	}
+	n.rawTransport = trans
 	n.transport = trackAcks(trans, n.acks)
+	return nil
+}
 
-	if cfg.Bootstrap {
-		has, err := raft.HasExistingState(logs, stable, snaps)
-		if err != nil {
-			return nil, err
-		}
-		if !has {
-			conf := raft.Configuration{Servers: []raft.Server{{
-				ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter,
-			}}}
-			if err := raft.BootstrapCluster(rc, logs, stable, snaps, n.transport, conf); err != nil {
-				n.closeStores()
-				return nil, fmt.Errorf("bootstrapping: %w", err)
-			}
-		}
+// bootstrapFresh makes stores without Raft state a single-node cluster of
+// this node (Config.Bootstrap); stores with state are left as they are.
+func (n *Node) bootstrapFresh(rc *raft.Config, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore) error {
+	has, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil || has {
+		return err
 	}
-	r, err := raft.NewRaft(rc, n.meta, logs, stable, snaps, n.transport)
-	if err != nil {
-		n.closeStores()
-		return nil, err
+	conf := raft.Configuration{Servers: []raft.Server{{
+		ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter,
+	}}}
+	if err := raft.BootstrapCluster(rc, logs, stable, snaps, n.transport, conf); err != nil {
+		return fmt.Errorf("bootstrapping: %w", err)
 	}
-	n.Raft = r
-	if lc, ok := logs.(*logCache); ok && lc.replay != nil {
+	return nil
+}
+
+// start takes raft r into service: the log cache learns what raft has
+// applied, proposals go to r, and the node's background loops start
+// (election order, membership upkeep, the quorum nudge, warm peer
+// connections, log compaction, the state and leader watches).
+func (n *Node) start(r *raft.Raft) {
+	n.raft = r
+	if lc, ok := n.logs.(*logCache); ok && lc.replay != nil {
 		handed := r.AppliedIndex
 		lc.replay.handed.Store(&handed)
 	}
 	n.proposer.apply = func(data []byte) raft.ApplyFuture { return r.Apply(data, n.cfg.ApplyTimeout) }
 	n.timers = &electionTimers{raft: r, base: n.timing}
 	n.electAloneNow()
-	if !cfg.PlainElections {
+	if !n.cfg.PlainElections {
 		n.done.Add(1)
 		go n.orderElections()
 	}
 	n.done.Add(6)
 	go n.maintain()
 	go n.nudgeElections()
-	go n.keepPeerConnsWarm(trans)
+	go n.keepPeerConnsWarm(n.rawTransport)
 	go n.compactLog()
 	go n.watchState()
 	go n.watchLeader()
-	return n, nil
 }
 
 // burstCheck is how often compactLog looks whether a burst of log entries
@@ -318,7 +363,7 @@ func (n *Node) compactLog() {
 				continue
 			}
 		}
-		if err := n.Raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.cfg.Logger.Warn("snapshot after a large log growth failed", "error", err)
 		}
 		burst.snapshotted(n.meta.sinceSnapshot.Load())
@@ -334,7 +379,7 @@ func (n *Node) compactLog() {
 // lease, which ReloadConfig cannot restore, and make a multi-node leader
 // step down.
 func (n *Node) electAloneNow() {
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if fut.Error() != nil {
 		return
 	}
@@ -351,7 +396,7 @@ func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
 // WaitLeader waits until some node is leader, or ctx ends.
 func (n *Node) WaitLeader(ctx context.Context) error {
 	for {
-		if addr, _ := n.Raft.LeaderWithID(); addr != "" {
+		if addr, _ := n.raft.LeaderWithID(); addr != "" {
 			return nil
 		}
 		select {
@@ -363,7 +408,7 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 }
 
 // IsLeader reports whether this node is the leader now.
-func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // Apply proposes cmd and returns its result: the command's value, its
 // *state.Error rejection, ErrNotLeader or ErrUnknownOutcome.
@@ -443,13 +488,13 @@ func (n *Node) WritesStopped() bool {
 func (n *Node) awaitLeadership(ctx context.Context) error {
 	deadline := time.Now().Add(n.cfg.ApplyTimeout)
 	for {
-		switch n.Raft.State() {
+		switch n.raft.State() {
 		case raft.Leader:
 			return nil
 		case raft.Shutdown:
 			return ErrNotLeader
 		}
-		if addr, id := n.Raft.LeaderWithID(); addr != "" && id != raft.ServerID(n.cfg.NodeID) {
+		if addr, id := n.raft.LeaderWithID(); addr != "" && id != raft.ServerID(n.cfg.NodeID) {
 			return ErrNotLeader
 		}
 		if time.Now().After(deadline) {
@@ -550,7 +595,7 @@ type barrierRun struct {
 
 // runBarrier runs b for term and notes the term ready if it went through.
 func (n *Node) runBarrier(term uint64, b *barrierRun) {
-	err := n.Raft.Barrier(n.cfg.ApplyTimeout).Error()
+	err := n.raft.Barrier(n.cfg.ApplyTimeout).Error()
 	n.mu.Lock()
 	if err == nil && term > n.readyTerm {
 		n.readyTerm = term
@@ -561,40 +606,45 @@ func (n *Node) runBarrier(term uint64, b *barrierRun) {
 	close(b.done)
 }
 
-func (n *Node) currentTerm() uint64 { return n.Raft.CurrentTerm() }
+func (n *Node) currentTerm() uint64 { return n.raft.CurrentTerm() }
 
-// Read runs fn over the state after a read barrier, or at once over the
-// local state when ctx allows a stale read (WithStaleRead).
-func (n *Node) Read(ctx context.Context, fn func(s *state.Store)) error {
-	if !staleReadAllowed(ctx) {
+// Read returns the state to serve a read from, as fresh as opts ask
+// (backend.ReadOptions): after the read barrier for a linearizable read,
+// unless the caller confirmed the state already; at once for a stale read,
+// and for a bounded one while the newest confirmation is within its bound
+// (otherwise after the barrier). The state returned never changes: the
+// caller reads it as long as it likes. opts.Served is told its index.
+func (n *Node) Read(ctx context.Context, opts backend.ReadOptions) (*state.Store, error) {
+	if n.needsBarrier(opts) {
 		if err := n.ReadBarrier(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	n.FSM.Read(noting(ctx, fn))
-	return nil
+	s := n.fsm.Version()
+	if opts.Served != nil {
+		opts.Served.Note(s.LastIndex)
+	}
+	return s, nil
 }
 
-type staleKey struct{}
-
-// WithStaleRead marks ctx as allowing a read of the local state without
-// the read barrier: it may miss recent writes, but costs no round trip.
-// (The cluster front also uses it for reads it has already made fresh
-// enough: bounded and read-index reads, readlevels.go.)
-func WithStaleRead(ctx context.Context) context.Context {
-	return context.WithValue(ctx, staleKey{}, true)
-}
-
-func staleReadAllowed(ctx context.Context) bool {
-	v, _ := ctx.Value(staleKey{}).(bool)
-	return v
+// needsBarrier reports whether a read with opts must wait for the read
+// barrier.
+func (n *Node) needsBarrier(opts backend.ReadOptions) bool {
+	switch {
+	case opts.Confirmed, opts.Level == backend.Stale:
+		return false
+	case opts.Level == backend.Bounded:
+		age, ok := n.sinceConfirmed()
+		return !ok || age > opts.MaxStaleness
+	}
+	return true
 }
 
 // Shutdown stops Raft and closes the stores.
 func (n *Node) Shutdown() error {
 	n.stopOnce.Do(func() { close(n.stop) })
 	n.done.Wait()
-	err := n.Raft.Shutdown().Error()
+	err := n.raft.Shutdown().Error()
 	n.closeStores()
 	return err
 }
@@ -642,3 +692,16 @@ func (w *burstWatch) ended(since int64) bool {
 
 // snapshotted starts counting again after a snapshot.
 func (w *burstWatch) snapshotted(since int64) { w.last, w.busy = since, 0 }
+
+// Digest is the hash of the placement state and the index of the last
+// command it includes: nodes at the same index must agree.
+func (n *Node) Digest() (string, uint64) { return n.fsm.Digest() }
+
+// RaftVerifyLeader is hashicorp/raft's own leadership check, which the read
+// barrier replaced because it counts replies to heartbeats sent before the
+// read (readacks.go): the benchmarks compare the two.
+func (n *Node) RaftVerifyLeader() error { return n.raft.VerifyLeader().Error() }
+
+// SnapshotNow takes a Raft snapshot at once, as the node does after a
+// large growth of its log (compactLog), and compacts the log.
+func (n *Node) SnapshotNow() error { return n.raft.Snapshot().Error() }

@@ -63,23 +63,23 @@ func (n *Node) nudgeElections() {
 				continue
 			}
 			req := o.Data.(raft.RequestPreVoteRequest)
-			if req.Term > n.Raft.CurrentTerm() {
+			if req.Term > n.raft.CurrentTerm() {
 				campaigning[raft.ServerID(req.GetRPCHeader().ID)] = time.Now()
 				n.outrankCampaign(req)
 			}
 		case <-retry:
 			retry = nil
 		}
-		if n.Raft.State() != raft.Follower {
+		if n.raft.State() != raft.Follower {
 			clear(campaigning)
 			continue
 		}
-		fut := n.Raft.GetConfiguration()
+		fut := n.raft.GetConfiguration()
 		if fut.Error() != nil {
 			continue
 		}
-		lastContact := n.Raft.LastContact()
-		_, leader := n.Raft.LeaderWithID()
+		lastContact := n.raft.LastContact()
+		_, leader := n.raft.LeaderWithID()
 		wait, join := n.joinCampaign(fut.Configuration(), leader, lastContact, campaigning)
 		if !join {
 			continue
@@ -165,7 +165,7 @@ func quorumCampaigns(conf raft.Configuration, self, leader raft.ServerID, lastCo
 func (n *Node) yieldSplitVote(req raft.RequestVoteRequest) {
 	from := string(req.GetRPCHeader().ID)
 	if req.LeadershipTransfer || from == "" || from >= n.cfg.NodeID ||
-		n.Raft.State() != raft.Candidate || req.Term != n.Raft.CurrentTerm() {
+		n.raft.State() != raft.Candidate || req.Term != n.raft.CurrentTerm() {
 		return
 	}
 	n.cfg.Logger.Info("split vote: yielding the next campaign to the candidate with the lower id", "candidate", from, "term", req.Term)
@@ -186,10 +186,10 @@ const splitYieldSettle = 50 * time.Millisecond
 // allows (the lease bounds the heartbeat timeout, which bounds the
 // election timeout). Only the wait changes.
 func (n *Node) outrankCampaign(req raft.RequestPreVoteRequest) {
-	if n.Raft.State() != raft.Candidate {
+	if n.raft.State() != raft.Candidate {
 		return
 	}
-	stats := n.Raft.Stats()
+	stats := n.raft.Stats()
 	lastIndex, err1 := strconv.ParseUint(stats["last_log_index"], 10, 64)
 	lastTerm, err2 := strconv.ParseUint(stats["last_log_term"], 10, 64)
 	if err1 != nil || err2 != nil || !logAhead(lastTerm, lastIndex, req.LastLogTerm, req.LastLogIndex) {

@@ -61,18 +61,18 @@ func (n *Node) keepPeerConnsWarm(trans raft.Transport) {
 		case <-changed:
 		case only = <-n.probedBy:
 		}
-		if n.Raft.State() != raft.Follower {
+		if n.raft.State() != raft.Follower {
 			continue
 		}
-		fut := n.Raft.GetConfiguration()
+		fut := n.raft.GetConfiguration()
 		if fut.Error() != nil {
 			continue
 		}
-		_, leader := n.Raft.LeaderWithID()
+		_, leader := n.raft.LeaderWithID()
 		if !isVoter(fut.Configuration(), raft.ServerID(n.cfg.NodeID)) {
 			continue // removed, or a non-voter: it never campaigns
 		}
-		if leader == "" || time.Since(n.Raft.LastContact()) > n.timing.Heartbeat/2 {
+		if leader == "" || time.Since(n.raft.LastContact()) > n.timing.Heartbeat/2 {
 			// An election is under way or may begin: a probe now would
 			// hold the pooled connection to a peer while raft sends its
 			// vote requests, and raft's would then dial a new one (2.5

@@ -12,24 +12,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 
-func front(n *testNode) *cluster.Handler { return n.Srv.Config.Handler.(*cluster.Handler) }
+func frontOf(n *testNode) *front.Handler { return n.Srv.Config.Handler.(*front.Handler) }
 
 // probe calls /readyz (or /healthz) on n's cluster front.
-func probe(t *testing.T, n *testNode, path string) (int, cluster.Probe) {
+func probe(t *testing.T, n *testNode, path string) (int, front.Probe) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.Header.Set("Authorization", "Bearer "+secret) // to see the leader's id
-	var p cluster.Probe
+	var p front.Probe
 	if path == "/healthz" {
-		front(n).Healthz(rec, req)
+		frontOf(n).Healthz(rec, req)
 	} else {
-		front(n).Readyz(rec, req)
+		frontOf(n).Readyz(rec, req)
 		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
 			t.Fatalf("%s body %q", path, rec.Body.String())
 		}
@@ -38,9 +38,9 @@ func probe(t *testing.T, n *testNode, path string) (int, cluster.Probe) {
 }
 
 // waitReady polls /readyz on n until it answers want (200 or 503).
-func waitReady(t *testing.T, n *testNode, want int, within time.Duration) cluster.Probe {
+func waitReady(t *testing.T, n *testNode, want int, within time.Duration) front.Probe {
 	t.Helper()
-	var p cluster.Probe
+	var p front.Probe
 	testcluster.WaitFor(t, within, fmt.Sprintf("%s: /readyz %d", n.ID, want), func() error {
 		var code int
 		code, p = probe(t, n, "/readyz")
@@ -115,7 +115,7 @@ func TestReadyzLeaderOnly(t *testing.T) {
 			if n == leader {
 				want = 200
 			}
-			var p cluster.Probe
+			var p front.Probe
 			testcluster.WaitFor(t, 10*time.Second, fmt.Sprintf("%s (leader %s): /readyz?leader=true %d", n.ID, leader.ID, want), func() error {
 				var code int
 				code, p = probe(t, n, "/readyz?leader=true")
@@ -144,14 +144,14 @@ func TestReadyzFalseWhileDraining(t *testing.T) {
 	n := c.Start("n1", true, nil)
 	c.Leader()
 	waitReady(t, n, 200, 5*time.Second)
-	front(n).SetDraining(true)
+	frontOf(n).SetDraining(true)
 	code, p := probe(t, n, "/readyz")
 	if code != 503 || p.Reason != "shutting down" {
 		t.Fatalf("draining node: %d %+v", code, p)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if p := front(n).Readiness(ctx); p.Ready {
+	if p := frontOf(n).Readiness(ctx); p.Ready {
 		t.Fatal("Readiness says ready while draining")
 	}
 }
@@ -171,7 +171,7 @@ func TestRequireSecret(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return rec.Code
 	}
-	guarded := front(n).RequireSecret(ok)
+	guarded := frontOf(n).RequireSecret(ok)
 	for _, tc := range []struct {
 		auth string
 		want int
@@ -180,7 +180,7 @@ func TestRequireSecret(t *testing.T) {
 			t.Errorf("Authorization %q: %d, want %d", tc.auth, got, tc.want)
 		}
 	}
-	noSecret := n.Node.Handler(http.NotFoundHandler(), cluster.HandlerOptions{}).RequireSecret(ok)
+	noSecret := front.New(n.Node, http.NotFoundHandler(), front.Options{}).RequireSecret(ok)
 	if got := call(noSecret, "Bearer "+secret); got != 403 {
 		t.Errorf("without a configured secret: %d, want 403", got)
 	}

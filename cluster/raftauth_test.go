@@ -48,7 +48,7 @@ func TestRaftTLSFromSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	n2 := openSecretNode(t, "n2", "cluster secret", false)
-	if err := n1.Raft.AddVoter("n2", raft.ServerAddress(n2.RaftAddr()), 0, 10*time.Second).Error(); err != nil {
+	if err := n1.Raft().AddVoter("n2", raft.ServerAddress(n2.RaftAddr()), 0, 10*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n1.Apply(ctx, &state.CreateResourceClass{Name: "CUSTOM_OVER_TLS"}); err != nil {
@@ -56,7 +56,7 @@ func TestRaftTLSFromSecret(t *testing.T) {
 	}
 	waitFor(t, "n2 has the write", func() bool { return hasClass(n2, "CUSTOM_OVER_TLS") })
 
-	term := n1.Raft.CurrentTerm()
+	term := n1.Raft().CurrentTerm()
 	vote := func(trans raft.Transport, transfer bool) error {
 		req := &raft.RequestVoteRequest{
 			RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("n2"), Addr: []byte(n2.RaftAddr())},
@@ -76,7 +76,7 @@ func TestRaftTLSFromSecret(t *testing.T) {
 	if err := vote(tlsIntruder(t, other.Certificates[0]), true); err == nil {
 		t.Error("a peer with a certificate of another secret got an answer")
 	}
-	if got := n1.Raft.CurrentTerm(); got != term || !n1.IsLeader() {
+	if got := n1.Raft().CurrentTerm(); got != term || !n1.IsLeader() {
 		t.Fatalf("after the refused vote: term %d (was %d), leader %v", got, term, n1.IsLeader())
 	}
 

@@ -239,11 +239,11 @@ func (n *Node) confirmLeadership(ctx context.Context) (uint64, error) {
 	if hook := n.roundStarts.Load(); hook != nil {
 		(*hook)()
 	}
-	if n.Raft.State() != raft.Leader {
+	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
-	term := n.Raft.CurrentTerm()
-	cfut := n.Raft.GetConfiguration()
+	term := n.raft.CurrentTerm()
+	cfut := n.raft.GetConfiguration()
 	if err := cfut.Error(); err != nil {
 		return 0, ErrNotLeader
 	}
@@ -265,7 +265,7 @@ func (n *Node) confirmLeadership(ctx context.Context) (uint64, error) {
 		go n.heartbeatUntil(rctx, p, term)
 	}
 	for {
-		if n.Raft.State() != raft.Leader || n.Raft.CurrentTerm() != term {
+		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 			return 0, ErrNotLeader
 		}
 		ok, wake, err := n.acks.quorum(self, voters, term, from)

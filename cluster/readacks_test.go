@@ -127,7 +127,7 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 		t.Fatalf("n1 does not lead: %v", err)
 	}
 	for _, id := range []string{"n2", "n3"} {
-		if err := n1.Raft.AddVoter(raft.ServerID(id), raft.ServerAddress(id), 0, 0).Error(); err != nil {
+		if err := n1.Raft().AddVoter(raft.ServerID(id), raft.ServerAddress(id), 0, 0).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,8 +141,8 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 	// Both followers hold the whole log, configuration included.
 	for _, id := range []string{"n2", "n3"} {
 		testcluster.WaitFor(t, time.Minute, id+" catches up", func() error {
-			return check(nodes[id].Raft.AppliedIndex() >= n1.Raft.AppliedIndex(), "applied %d of %d",
-				nodes[id].Raft.AppliedIndex(), n1.Raft.AppliedIndex())
+			return check(nodes[id].Raft().AppliedIndex() >= n1.Raft().AppliedIndex(), "applied %d of %d",
+				nodes[id].Raft().AppliedIndex(), n1.Raft().AppliedIndex())
 		})
 	}
 
@@ -152,7 +152,7 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 	h.set("n2", true, false)
 	h.set("n3", false, true)
 	h.Disconnect("n3") // also ends the replication pipeline
-	go n1.Raft.VerifyLeader().Error()
+	go n1.Raft().VerifyLeader().Error()
 	select {
 	case <-h.held:
 	case <-ctx.Done():
@@ -163,9 +163,9 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 	h.Disconnect("n2")
 	for _, id := range []string{"n2", "n3"} {
 		trans[id].Disconnect("n1")
-		rc := nodes[id].Raft.ReloadableConfig()
+		rc := nodes[id].Raft().ReloadableConfig()
 		rc.HeartbeatTimeout, rc.ElectionTimeout = 200*time.Millisecond, 200*time.Millisecond
-		if err := nodes[id].Raft.ReloadConfig(rc); err != nil {
+		if err := nodes[id].Raft().ReloadConfig(rc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,8 +182,8 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 	if _, err := newLeader.Apply(ctx, rename); err != nil {
 		t.Fatalf("write through the new leader: %v", err)
 	}
-	if !n1.IsLeader() || n1.Raft.CurrentTerm() >= newLeader.Raft.CurrentTerm() {
-		t.Fatalf("n1 no longer believes it leads the old term (state %v); the scenario did not happen", n1.Raft.State())
+	if !n1.IsLeader() || n1.Raft().CurrentTerm() >= newLeader.Raft().CurrentTerm() {
+		t.Fatalf("n1 no longer believes it leads the old term (state %v); the scenario did not happen", n1.Raft().State())
 	}
 
 	// Step 3: the read registers on n1 (seen as a heartbeat attempt to
@@ -223,7 +223,7 @@ func staleRepliesAfterNewLeader(t *testing.T, read func(ctx context.Context, n *
 // reply to a heartbeat sent before the check.
 func TestStaleRepliesConfirmRaftVerifyLeader(t *testing.T) {
 	err := staleRepliesAfterNewLeader(t, func(ctx context.Context, n *cluster.Node) error {
-		return n.Raft.VerifyLeader().Error()
+		return n.Raft().VerifyLeader().Error()
 	})
 	if err != nil {
 		t.Fatalf("raft's VerifyLeader refused (%v): the scenario no longer reproduces the stale confirmation, so the barrier test below proves nothing", err)

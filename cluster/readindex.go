@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/placementd/placementd/fsm/state"
 )
 
 // What a node knows about the freshness of its own state.
@@ -47,7 +44,7 @@ import (
 // working on earlier ones.
 func (n *Node) stateIndex() uint64 {
 	done := n.meta.applied.Load()
-	handed := n.Raft.AppliedIndex()
+	handed := n.raft.AppliedIndex()
 	var l raft.Log
 	for done < handed {
 		if err := n.logs.GetLog(done+1, &l); err != nil || l.Type == raft.LogCommand {
@@ -103,22 +100,22 @@ func (n *Node) waitState(ctx context.Context, index uint64) error {
 // won leadership in between; its quorum then says nothing about the
 // note's moment (writes of the term in between may be missing).
 func (n *Node) readIndex(ctx context.Context, asker raft.ServerID, askerTerm uint64) (uint64, error) {
-	if n.Raft.State() != raft.Leader {
+	if n.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
 	ready, err := n.termBarrier(ctx)
 	if err != nil {
 		return 0, err
 	}
-	term := n.Raft.CurrentTerm()
-	commit := n.Raft.CommitIndex()
+	term := n.raft.CurrentTerm()
+	commit := n.raft.CommitIndex()
 	if term != ready {
 		return 0, errTermMoved
 	}
 	if askerTerm == term && n.quorumWith(asker) {
 		// This node's own acknowledgement: leading in the same term after
 		// the index was noted.
-		if n.Raft.State() != raft.Leader || n.Raft.CurrentTerm() != term {
+		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 			return 0, ErrNotLeader
 		}
 		return commit, nil
@@ -130,7 +127,7 @@ func (n *Node) readIndex(ctx context.Context, asker raft.ServerID, askerTerm uin
 		// two goroutine hand-offs, which under load were most of a read's
 		// wait.
 		exposed := n.acks.exposed.Load()
-		if n.Raft.State() != raft.Leader || n.Raft.CurrentTerm() != term {
+		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 			return 0, ErrNotLeader
 		}
 		if asker == "" {
@@ -161,7 +158,7 @@ var errTermMoved = fmt.Errorf("%w: the term changed while the read index was con
 // soleVoter reports whether this node is the only voter of the latest
 // configuration (committed or not).
 func (n *Node) soleVoter() bool {
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	if fut.Error() != nil {
 		return false
 	}
@@ -180,7 +177,7 @@ func (n *Node) soleVoter() bool {
 // quorumWith reports whether this node and voter id are a majority of the
 // voters.
 func (n *Node) quorumWith(id raft.ServerID) bool {
-	fut := n.Raft.GetConfiguration()
+	fut := n.raft.GetConfiguration()
 	return fut.Error() == nil && pairIsQuorum(fut.Configuration(), raft.ServerID(n.cfg.NodeID), id)
 }
 
@@ -221,38 +218,6 @@ func (n *Node) sinceConfirmed() (time.Duration, bool) {
 		return 0, false
 	}
 	return sinceBoot() - time.Duration(q), true
-}
-
-// stateNote collects the state index of every read a request makes, so
-// that its answer can say which state it came from (the oldest, when a
-// handler reads more than once).
-type stateNote struct {
-	mu    sync.Mutex
-	index uint64
-	read  bool
-}
-
-type stateNoteKey struct{}
-
-func withStateNote(ctx context.Context) (context.Context, *stateNote) {
-	note := &stateNote{}
-	return context.WithValue(ctx, stateNoteKey{}, note), note
-}
-
-// noting wraps fn so that it records the state it is given in ctx's note.
-func noting(ctx context.Context, fn func(s *state.Store)) func(s *state.Store) {
-	note, _ := ctx.Value(stateNoteKey{}).(*stateNote)
-	if note == nil {
-		return fn
-	}
-	return func(s *state.Store) {
-		note.mu.Lock()
-		if !note.read || s.LastIndex < note.index {
-			note.index, note.read = s.LastIndex, true
-		}
-		note.mu.Unlock()
-		fn(s)
-	}
 }
 
 // indexedSnapshots tells the state machine the index of every snapshot it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -76,11 +77,11 @@ func TestSoleVoterReadsNeedNoRound(t *testing.T) {
 		if _, err := n.Apply(ctx, &state.CreateResourceClass{Name: name}); err != nil {
 			t.Fatal(err)
 		}
-		seen := false
-		if err := n.Read(ctx, func(st *state.Store) { seen = st.Classes.Get(name) != nil }); err != nil {
+		st, err := n.Read(ctx, backend.ReadOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if !seen {
+		if st.Classes.Get(name) == nil {
 			t.Fatalf("read after the write of %s misses it", name)
 		}
 	}
@@ -104,10 +105,10 @@ func TestStateIndexAfterRestoreFromSnapshot(t *testing.T) {
 	}
 	// A barrier after the last command: the snapshot's index is an entry
 	// the state machine never sees.
-	if err := n.Raft.Barrier(time.Second).Error(); err != nil {
+	if err := n.raft.Barrier(time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Raft.Snapshot().Error(); err != nil {
+	if err := n.raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	snapIndex := n.Status(false).LastSnapshotIndex
@@ -137,7 +138,7 @@ func TestStateIndexAfterRestoreFromSnapshot(t *testing.T) {
 	// write. (Not at once: a sole voter's own read waits only for the
 	// index it has exposed, and raft notes the barrier as applied just
 	// after answering its future.)
-	commit := n.Raft.CommitIndex()
+	commit := n.raft.CommitIndex()
 	if err := n.waitState(wctx, commit); err != nil {
 		t.Fatalf("state index %d never reached the commit index %d: %v", n.stateIndex(), commit, err)
 	}
@@ -221,18 +222,17 @@ func TestSoleVoterReadsDoNotWaitForUnappliedEntries(t *testing.T) {
 		wrote <- err
 	}()
 	<-held
-	barrier := n.Raft.Barrier(10 * time.Second)
-	waitUntil(t, func() bool { return n.Raft.CommitIndex() > n.stateIndex() })
+	barrier := n.raft.Barrier(10 * time.Second)
+	waitUntil(t, func() bool { return n.raft.CommitIndex() > n.stateIndex() })
 
 	rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer rcancel()
-	var acked bool
-	err = n.Read(rctx, func(st *state.Store) { acked = st.Classes.Get("CUSTOM_ACKED") != nil })
+	st, err := n.Read(rctx, backend.ReadOptions{})
 	close(release)
 	if err != nil {
 		t.Fatalf("read while an entry waits to be applied: %v", err)
 	}
-	if !acked {
+	if st.Classes.Get("CUSTOM_ACKED") == nil {
 		t.Fatal("the read misses an acknowledged write")
 	}
 	if err := <-wrote; err != nil {

@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 
 func headerIndex(t *testing.T, r response) uint64 {
 	t.Helper()
-	v, err := strconv.ParseUint(r.header.Get(cluster.AppliedIndexHeader), 10, 64)
+	v, err := strconv.ParseUint(r.header.Get(front.AppliedIndexHeader), 10, 64)
 	if err != nil {
-		t.Fatalf("%s: %q", cluster.AppliedIndexHeader, r.header.Get(cluster.AppliedIndexHeader))
+		t.Fatalf("%s: %q", front.AppliedIndexHeader, r.header.Get(front.AppliedIndexHeader))
 	}
 	return v
 }
@@ -30,26 +31,26 @@ func TestReadLevelsAndTheirHeaders(t *testing.T) {
 	f := c.Followers()
 
 	w := do(t, f[0], "PUT", "/resource_classes/CUSTOM_SEEN", nil)
-	if w.status != 201 || w.header.Get(cluster.ServedByHeader) != leader.ID || w.header.Get(cluster.KnownLeaderHeader) != "true" {
+	if w.status != 201 || w.header.Get(front.ServedByHeader) != leader.ID || w.header.Get(front.KnownLeaderHeader) != "true" {
 		t.Fatalf("write via a follower: %d %v", w.status, w.header)
 	}
 	written := headerIndex(t, w)
-	if written == 0 || w.header.Get(cluster.ReadLevelHeader) != "" {
-		t.Fatalf("a write's answer: applied index %d, read level %q", written, w.header.Get(cluster.ReadLevelHeader))
+	if written == 0 || w.header.Get(front.ReadLevelHeader) != "" {
+		t.Fatalf("a write's answer: applied index %d, read level %q", written, w.header.Get(front.ReadLevelHeader))
 	}
 
 	check := func(what string, r response, servedBy, level string) {
 		t.Helper()
-		if r.status != 200 || r.header.Get(cluster.ServedByHeader) != servedBy || r.header.Get(cluster.ReadLevelHeader) != level ||
-			r.header.Get(cluster.KnownLeaderHeader) != "true" {
+		if r.status != 200 || r.header.Get(front.ServedByHeader) != servedBy || r.header.Get(front.ReadLevelHeader) != level ||
+			r.header.Get(front.KnownLeaderHeader) != "true" {
 			t.Fatalf("%s: %d served by %q at level %q (want %s, %s): %v", what, r.status,
-				r.header.Get(cluster.ServedByHeader), r.header.Get(cluster.ReadLevelHeader), servedBy, level, r.header)
+				r.header.Get(front.ServedByHeader), r.header.Get(front.ReadLevelHeader), servedBy, level, r.header)
 		}
 		if got := headerIndex(t, r); got < written {
 			t.Fatalf("%s: applied index %d, below the write acknowledged before it (%d)", what, got, written)
 		}
-		if level == "linearizable" && r.header.Get(cluster.LastContactHeader) != "0" {
-			t.Fatalf("%s: a linearizable answer's last contact is %q", what, r.header.Get(cluster.LastContactHeader))
+		if level == "linearizable" && r.header.Get(front.LastContactHeader) != "0" {
+			t.Fatalf("%s: a linearizable answer's last contact is %q", what, r.header.Get(front.LastContactHeader))
 		}
 	}
 	path := "/resource_classes/CUSTOM_SEEN"
@@ -59,27 +60,27 @@ func TestReadLevelsAndTheirHeaders(t *testing.T) {
 	check("read on the other follower", do(t, f[1], "GET", path, nil), f[1].ID, "linearizable")
 	// ... which counts as a confirmation: a bounded read right after is
 	// answered locally, and says how old its state may be.
-	r := do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1m")
+	r := do(t, f[1], "GET", path, nil, front.MaxStalenessHeader, "1m")
 	check("bounded read", r, f[1].ID, "bounded")
-	if ms, err := strconv.Atoi(r.header.Get(cluster.LastContactHeader)); err != nil || ms < 0 || ms > 60000 {
-		t.Fatalf("bounded read: last contact %q", r.header.Get(cluster.LastContactHeader))
+	if ms, err := strconv.Atoi(r.header.Get(front.LastContactHeader)); err != nil || ms < 0 || ms > 60000 {
+		t.Fatalf("bounded read: last contact %q", r.header.Get(front.LastContactHeader))
 	}
-	check("stale read", do(t, f[1], "GET", path, nil, cluster.StaleReadHeader, "true"), f[1].ID, "stale")
+	check("stale read", do(t, f[1], "GET", path, nil, front.StaleReadHeader, "true"), f[1].ID, "stale")
 	// A bound no confirmation can meet: the read is served linearizably,
 	// or refused when the client asked for strict freshness.
-	check("bounded read past its bound", do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1ns"), f[1].ID, "linearizable")
-	r = do(t, f[1], "GET", path, nil, cluster.MaxStalenessHeader, "1ns", cluster.MaxStalenessStrictHeader, "true")
-	if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get(cluster.ServedByHeader) != f[1].ID {
+	check("bounded read past its bound", do(t, f[1], "GET", path, nil, front.MaxStalenessHeader, "1ns"), f[1].ID, "linearizable")
+	r = do(t, f[1], "GET", path, nil, front.MaxStalenessHeader, "1ns", front.MaxStalenessStrictHeader, "true")
+	if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get(front.ServedByHeader) != f[1].ID {
 		t.Fatalf("strict bounded read past its bound: %d %v %s", r.status, r.header, r.body)
 	}
 	if msg := errorDetail(t, r); msg == "" {
 		t.Fatal("the refusal says nothing")
 	}
 	for _, bad := range [][]string{
-		{cluster.MaxStalenessHeader, "soon"},
-		{cluster.MaxStalenessHeader, "-1s"},
-		{cluster.MaxStalenessHeader, "0s"},
-		{cluster.MaxStalenessHeader, "1s", cluster.MaxStalenessStrictHeader, "maybe"},
+		{front.MaxStalenessHeader, "soon"},
+		{front.MaxStalenessHeader, "-1s"},
+		{front.MaxStalenessHeader, "0s"},
+		{front.MaxStalenessHeader, "1s", front.MaxStalenessStrictHeader, "maybe"},
 	} {
 		if r := do(t, f[0], "GET", path, nil, bad...); r.status != 400 || errorDetail(t, r) == "" {
 			t.Fatalf("%v: %d %s", bad, r.status, r.body)
@@ -109,7 +110,7 @@ type indexHistory struct {
 func (h *indexHistory) record(n *cluster.Node, stop <-chan struct{}) {
 	for {
 		var idx uint64
-		n.FSM.Read(func(s *state.Store) { idx = s.LastIndex })
+		n.FSM().Read(func(s *state.Store) { idx = s.LastIndex })
 		now := time.Now()
 		h.mu.Lock()
 		h.at, h.indexes = append(h.at, now), append(h.indexes, idx)
@@ -173,8 +174,8 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 	}()
 
 	const bound = 300 * time.Millisecond
-	boundHeader := []string{cluster.MaxStalenessHeader, bound.String()}
-	strict := append(boundHeader, cluster.MaxStalenessStrictHeader, "true")
+	boundHeader := []string{front.MaxStalenessHeader, bound.String()}
+	strict := append(boundHeader, front.MaxStalenessStrictHeader, "true")
 	// checkBound reports whether an answer to a read sent at sent comes
 	// from a state at least as new as the leader's a bound earlier.
 	checkBound := func(sent time.Time, r response) bool {
@@ -192,9 +193,9 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 		}
 		if !checkBound(sent, r) {
 			t.Fatalf("bounded read on %s (level %s) sent at %s: applied index %d, but the leader had applied %d by %s before",
-				n.ID, r.header.Get(cluster.ReadLevelHeader), sent.Format(time.StampMicro), headerIndex(t, r), hist.atLeast(sent.Add(-bound)), bound)
+				n.ID, r.header.Get(front.ReadLevelHeader), sent.Format(time.StampMicro), headerIndex(t, r), hist.atLeast(sent.Add(-bound)), bound)
 		}
-		if r.header.Get(cluster.ReadLevelHeader) == "bounded" && r.header.Get(cluster.ServedByHeader) == n.ID {
+		if r.header.Get(front.ReadLevelHeader) == "bounded" && r.header.Get(front.ServedByHeader) == n.ID {
 			local++
 		}
 		time.Sleep(2 * time.Millisecond) // about time: spreads the reads over the writes
@@ -214,8 +215,8 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 		if r.status == 503 {
 			return nil
 		}
-		if r.status != 200 || r.header.Get(cluster.ServedByHeader) != cut.ID {
-			t.Fatalf("strict bounded read on the cut-off node: %d served by %q", r.status, r.header.Get(cluster.ServedByHeader))
+		if r.status != 200 || r.header.Get(front.ServedByHeader) != cut.ID {
+			t.Fatalf("strict bounded read on the cut-off node: %d served by %q", r.status, r.header.Get(front.ServedByHeader))
 		}
 		// A heartbeat already on its way when the links were cut can
 		// still arrive and refresh the node's last contact, so the cut
@@ -246,7 +247,7 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 		if _, err := l.Node.Apply(ctx, &state.CreateTrait{Name: "CUSTOM_AFTER_THE_CUT"}); err != nil {
 			return false
 		}
-		l.Node.FSM.Read(func(s *state.Store) { written = s.LastIndex })
+		l.Node.FSM().Read(func(s *state.Store) { written = s.LastIndex })
 		return true
 	})
 	waitFor(t, "the leader's history to hold the write after the cut a bound ago", func() bool {
@@ -258,7 +259,7 @@ func TestBoundedReadsStayWithinTheirBound(t *testing.T) {
 		t.Fatalf("strict bounded read on the cut-off node past its bound: %d", r.status)
 	}
 	sent := time.Now()
-	if r := do(t, cut, "GET", "/traits", nil, cluster.StaleReadHeader, "true"); r.status != 200 || checkBound(sent, r) {
+	if r := do(t, cut, "GET", "/traits", nil, front.StaleReadHeader, "true"); r.status != 200 || checkBound(sent, r) {
 		t.Fatalf("a stale read on a node cut off for %s passed the bound check (%d)", time.Since(cutAt), r.status)
 	}
 

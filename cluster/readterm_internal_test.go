@@ -69,12 +69,12 @@ func startMemVoters(t *testing.T, ids []string, plain bool, tune func(id string)
 		t.Fatalf("%s does not lead: %v", ids[0], err)
 	}
 	for _, id := range ids[1:] {
-		if err := first.Raft.AddVoter(raft.ServerID(id), raft.ServerAddress(id), 0, 0).Error(); err != nil {
+		if err := first.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(id), 0, 0).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, id := range ids[1:] {
-		waitUntil(t, func() bool { return c.nodes[id].Raft.AppliedIndex() >= first.Raft.AppliedIndex() })
+		waitUntil(t, func() bool { return c.nodes[id].raft.AppliedIndex() >= first.raft.AppliedIndex() })
 	}
 	return c
 }
@@ -103,7 +103,7 @@ func (c *memVoters) setCut(id string, cut bool) {
 func (c *memVoters) leader() *Node {
 	var lead *Node
 	for _, n := range c.nodes {
-		if n.IsLeader() && (lead == nil || n.Raft.CurrentTerm() > lead.Raft.CurrentTerm()) {
+		if n.IsLeader() && (lead == nil || n.raft.CurrentTerm() > lead.raft.CurrentTerm()) {
 			lead = n
 		}
 	}
@@ -227,9 +227,9 @@ func patient(leader string) func(id string) func(*raft.Config) {
 // quicken lets n campaign after 200 ms of silence.
 func quicken(t *testing.T, n *Node) {
 	t.Helper()
-	rc := n.Raft.ReloadableConfig()
+	rc := n.raft.ReloadableConfig()
 	rc.HeartbeatTimeout, rc.ElectionTimeout = 200*time.Millisecond, 200*time.Millisecond
-	if err := n.Raft.ReloadConfig(rc); err != nil {
+	if err := n.raft.ReloadConfig(rc); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -280,7 +280,7 @@ func TestReadIndexNotedInAnEarlierTerm(t *testing.T) {
 	if err := n1.ReadBarrier(ctx); err != nil { // step 1: T's barrier is done
 		t.Fatal(err)
 	}
-	termT := n1.Raft.CurrentTerm()
+	termT := n1.raft.CurrentTerm()
 
 	// Step 1-2: n1 cut off; n2 and n3 elect and acknowledge W1, W2.
 	c.isolate("n1")
@@ -296,7 +296,7 @@ func TestReadIndexNotedInAnEarlierTerm(t *testing.T) {
 			t.Fatalf("write %s through the new leader: %v", name, err)
 		}
 	}
-	if !n1.IsLeader() || n1.Raft.CurrentTerm() != termT {
+	if !n1.IsLeader() || n1.raft.CurrentTerm() != termT {
 		t.Fatalf("n1 no longer believes it leads term %d; the scenario did not happen", termT)
 	}
 
@@ -329,8 +329,8 @@ func TestReadIndexNotedInAnEarlierTerm(t *testing.T) {
 	// Step 4: the cut heals; n1 receives W1 and W2 and holds after W1.
 	holdArmed.Store(true)
 	c.heal("n1")
-	w2 := newLeader.Raft.LastIndex()
-	waitUntil(t, func() bool { return n1.Raft.CurrentTerm() > termT && n1.Raft.LastIndex() >= w2 })
+	w2 := newLeader.raft.LastIndex()
+	waitUntil(t, func() bool { return n1.raft.CurrentTerm() > termT && n1.raft.LastIndex() >= w2 })
 	select {
 	case <-held:
 	case <-ctx.Done():
@@ -338,16 +338,16 @@ func TestReadIndexNotedInAnEarlierTerm(t *testing.T) {
 	}
 
 	// Step 5: n1 is elected again.
-	if err := newLeader.Raft.LeadershipTransferToServer("n1", "n1").Error(); err != nil {
+	if err := newLeader.raft.LeadershipTransferToServer("n1", "n1").Error(); err != nil {
 		t.Fatalf("leadership transfer to n1: %v", err)
 	}
-	waitUntil(t, func() bool { return n1.IsLeader() && n1.Raft.CurrentTerm() >= termT+2 })
+	waitUntil(t, func() bool { return n1.IsLeader() && n1.raft.CurrentTerm() >= termT+2 })
 
 	// Step 6: the round starts, in n1's new term.
 	start()
 	err := <-result
 	seen := false
-	n1.FSM.Read(func(s *state.Store) { seen = s.Classes.Get("CUSTOM_W2") != nil })
+	n1.fsm.Read(func(s *state.Store) { seen = s.Classes.Get("CUSTOM_W2") != nil })
 	if err == nil && !seen {
 		t.Fatal("a linearizable read on n1 answered from a state without W2, acknowledged before the read began: " +
 			"the round of the new term confirmed an index noted in the old one")
@@ -359,7 +359,7 @@ func TestReadIndexNotedInAnEarlierTerm(t *testing.T) {
 	if err := n1.ReadBarrier(ctx); err != nil {
 		t.Fatalf("a read after the state machine caught up: %v", err)
 	}
-	n1.FSM.Read(func(s *state.Store) { seen = s.Classes.Get("CUSTOM_W2") != nil })
+	n1.fsm.Read(func(s *state.Store) { seen = s.Classes.Get("CUSTOM_W2") != nil })
 	if !seen {
 		t.Fatal("a read after the state machine caught up misses W2")
 	}
@@ -403,7 +403,7 @@ func TestInflatedTermOfAnUnreachablePeer(t *testing.T) {
 	if lead != n1 {
 		t.Fatalf("%s leads; the scenario needs n1, which saw the inflated term", lead.cfg.NodeID)
 	}
-	if got := n1.Raft.CurrentTerm(); got >= 5 {
+	if got := n1.raft.CurrentTerm(); got >= 5 {
 		t.Fatalf("n1's term is %d: it passed the inflated term, the scenario proves nothing", got)
 	}
 	for i := 0; i < 20; i++ {
@@ -411,7 +411,7 @@ func TestInflatedTermOfAnUnreachablePeer(t *testing.T) {
 		err := n1.ReadBarrier(rctx)
 		rcancel()
 		if err != nil {
-			t.Fatalf("read %d on the leader (term %d), n2 reachable, n3 gone after answering term+5: %v", i, n1.Raft.CurrentTerm(), err)
+			t.Fatalf("read %d on the leader (term %d), n2 reachable, n3 gone after answering term+5: %v", i, n1.raft.CurrentTerm(), err)
 		}
 	}
 }
@@ -486,7 +486,7 @@ func TestFailoverWhenTheStarterDiesWithTheLeader(t *testing.T) {
 	var lead *Node
 	waitUntil(t, func() bool {
 		for _, n := range survivors {
-			if s := n.Raft.State(); campaigned == 0 && (s == raft.Candidate || s == raft.Leader) {
+			if s := n.raft.State(); campaigned == 0 && (s == raft.Candidate || s == raft.Leader) {
 				campaigned = time.Since(cut)
 			}
 			if n.IsLeader() {

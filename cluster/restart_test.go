@@ -42,7 +42,7 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, _ := n.FSM.Digest()
+	want, _ := n.fsm.Digest()
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,16 +51,16 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 	if err := n.ReadBarrier(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := n.FSM.Digest(); got != want {
+	if got, _ := n.fsm.Digest(); got != want {
 		t.Fatal("state after restart from the log differs")
 	}
-	if err := n.Raft.Snapshot().Error(); err != nil {
+	if err := n.raft.Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.Apply(ctx, &state.CreateTrait{Name: "CUSTOM_AFTER_SNAPSHOT"}); err != nil {
 		t.Fatal(err)
 	}
-	want, _ = n.FSM.Digest()
+	want, _ = n.fsm.Digest()
 	n.Shutdown()
 
 	n = openDisk(t, dir)
@@ -69,10 +69,10 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	var found bool
-	n.FSM.Read(func(s *state.Store) {
+	n.fsm.Read(func(s *state.Store) {
 		found = s.Traits.Get("CUSTOM_AFTER_SNAPSHOT") != nil && s.Classes.Get("CUSTOM_B") != nil
 	})
-	if got, _ := n.FSM.Digest(); got != want || !found {
+	if got, _ := n.fsm.Digest(); got != want || !found {
 		t.Fatal("state after restart from snapshot and log differs")
 	}
 }
@@ -92,7 +92,7 @@ func TestApplyRejectionIsTypedAndChangesNothing(t *testing.T) {
 		t.Fatalf("duplicate class: %v", err)
 	}
 	var count int
-	n.FSM.Read(func(s *state.Store) {
+	n.fsm.Read(func(s *state.Store) {
 		for rc := range s.Classes.Values() {
 			if !rc.Standard() {
 				count++
@@ -117,7 +117,7 @@ func TestRestartReplayReadsBoundedAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, _ := n.FSM.Digest()
+	want, _ := n.fsm.Digest()
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestRestartReplayReadsBoundedAhead(t *testing.T) {
 	if err := n.ReadBarrier(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := n.FSM.Digest(); got != want {
+	if got, _ := n.fsm.Digest(); got != want {
 		t.Fatal("state after the bounded replay differs")
 	}
 	r := n.logs.(*logCache).replay

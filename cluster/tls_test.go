@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
@@ -131,11 +132,11 @@ func startTLSNode(t *testing.T, id string, bootstrap bool, raftCA, apiCA *testCA
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	api := httpapi.New(node, httpapi.Config{Logger: quiet})
-	front := node.Handler(api, cluster.HandlerOptions{Secret: secret, LeaderWait: 5 * time.Second, Logger: quiet})
+	fr := front.New(node, api, front.Options{Secret: secret, LeaderWait: 5 * time.Second, Logger: quiet})
 	runCtx, stopFront := context.WithCancel(context.Background())
-	go front.Run(runCtx)
+	go fr.Run(runCtx)
 	srv := &http.Server{
-		Handler:  front,
+		Handler:  fr,
 		ErrorLog: log.New(io.Discard, "", 0), // the refused handshakes below
 	}
 	for _, f := range with {
@@ -154,7 +155,7 @@ func (n *tlsNode) join(t *testing.T, via *tlsNode, timeout time.Duration) error 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return n.Node.JoinCluster(ctx, []string{via.Addr}, secret, false)
+	return front.JoinCluster(ctx, n.Node, []string{via.Addr}, secret, false)
 }
 
 // tlsLeader waits until one of nodes leads and the others follow it, and
@@ -205,7 +206,7 @@ func applyOnLeader(t *testing.T, nodes []*tlsNode, cmd state.Command) {
 func retryLeaderChange(t *testing.T, what string, op func(context.Context) error) {
 	t.Helper()
 	unavailable := func(err error) bool {
-		var se *cluster.StatusError
+		var se *front.StatusError
 		return errors.As(err, &se) && se.Code == http.StatusServiceUnavailable
 	}
 	if err := testcluster.Retry(15*time.Second, unavailable, op); err != nil {
@@ -215,13 +216,13 @@ func retryLeaderChange(t *testing.T, what string, op func(context.Context) error
 
 func hasClass(n *cluster.Node, name string) bool {
 	var ok bool
-	n.FSM.Read(func(s *state.Store) { ok = s.Classes.Get(name) != nil })
+	n.FSM().Read(func(s *state.Store) { ok = s.Classes.Get(name) != nil })
 	return ok
 }
 
 func hasTrait(n *cluster.Node, name string) bool {
 	var ok bool
-	n.FSM.Read(func(s *state.Store) { ok = s.Traits.Get(name) != nil })
+	n.FSM().Read(func(s *state.Store) { ok = s.Traits.Get(name) != nil })
 	return ok
 }
 
@@ -275,7 +276,7 @@ func TestTLSClusterFormsAndForwards(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("write through a follower: %d %s", resp.StatusCode, body)
 	}
-	if by := resp.Header.Get(cluster.ServedByHeader); by != leader.ID {
+	if by := resp.Header.Get(front.ServedByHeader); by != leader.ID {
 		t.Fatalf("served by %q, want the leader %s", by, leader.ID)
 	}
 	if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "https://") {
@@ -294,10 +295,10 @@ func TestTLSClusterFormsAndForwards(t *testing.T) {
 	}
 
 	// The status gathers every member's report over HTTPS.
-	c := &cluster.Client{Addr: nodes[1].Addr, Secret: secret, TLS: &tls.Config{RootCAs: apiCA.pool}}
+	c := &front.Client{Addr: nodes[1].Addr, Secret: secret, TLS: &tls.Config{RootCAs: apiCA.pool}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var st cluster.ClusterStatus
+	var st front.ClusterStatus
 	waitFor(t, "every member healthy", func() bool {
 		st, err = c.Status(ctx)
 		if err != nil || len(st.Members) != 3 {
@@ -311,7 +312,7 @@ func TestTLSClusterFormsAndForwards(t *testing.T) {
 		return true
 	})
 	// Without the CA, the client refuses the API's certificate.
-	if _, err := (&cluster.Client{Addr: "https://" + n1.Addr, Secret: secret}).Status(ctx); err == nil {
+	if _, err := (&front.Client{Addr: "https://" + n1.Addr, Secret: secret}).Status(ctx); err == nil {
 		t.Error("a client without the CA accepted the API certificate")
 	}
 }
@@ -351,9 +352,9 @@ func tlsIntruder(t *testing.T, cert tls.Certificate) raft.Transport {
 // command, as a rogue leader would, and returns the transport's error.
 func inject(t *testing.T, trans raft.Transport, target *tlsNode) (raft.AppendEntriesResponse, error) {
 	t.Helper()
-	lastIndex := target.Node.Raft.LastIndex()
-	lastTerm, _ := strconv.ParseUint(target.Node.Raft.Stats()["last_log_term"], 10, 64)
-	term := target.Node.Raft.CurrentTerm() + 1
+	lastIndex := target.Node.Raft().LastIndex()
+	lastTerm, _ := strconv.ParseUint(target.Node.Raft().Stats()["last_log_term"], 10, 64)
+	term := target.Node.Raft().CurrentTerm() + 1
 	data, err := fsm.Encode(&state.CreateTrait{Name: "CUSTOM_INJECTED"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -392,7 +393,7 @@ func TestTLSRejectsForeignNodes(t *testing.T) {
 	if err := stranger.join(t, n1, 3*time.Second); err == nil {
 		t.Fatal("a node of another CA joined")
 	}
-	strangerView := &cluster.Client{Addr: n1.Addr, Secret: secret, TLS: &tls.Config{RootCAs: otherCA.pool}}
+	strangerView := &front.Client{Addr: n1.Addr, Secret: secret, TLS: &tls.Config{RootCAs: otherCA.pool}}
 	if _, err := strangerView.Status(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a client trusting another CA reached the cluster's API: %v", err)
 	}
@@ -409,13 +410,13 @@ func TestTLSRejectsForeignNodes(t *testing.T) {
 	// About time: an absence (no entry ever reaches the rogue node) can
 	// only be watched for a while; 2 s is many heartbeats and retries.
 	time.Sleep(2 * time.Second)
-	if idx := rogue.Node.Raft.LastIndex(); idx != 0 || hasClass(rogue.Node, "CUSTOM_BEFORE") {
+	if idx := rogue.Node.Raft().LastIndex(); idx != 0 || hasClass(rogue.Node, "CUSTOM_BEFORE") {
 		t.Fatalf("the rogue node received the log (last index %d)", idx)
 	}
 	if id, _ := rogue.Node.Leader(); id != "" {
 		t.Fatalf("the rogue node heard from leader %q", id)
 	}
-	admin := &cluster.Client{Addr: n1.Addr, Secret: secret, TLS: &tls.Config{RootCAs: apiCA.pool}}
+	admin := &front.Client{Addr: n1.Addr, Secret: secret, TLS: &tls.Config{RootCAs: apiCA.pool}}
 	retryLeaderChange(t, "remove rogue", func(ctx context.Context) error { return admin.Remove(ctx, "rogue") })
 
 	// An impostor at a member's Raft address, with another CA's
@@ -568,7 +569,7 @@ func isTimeout(err error) bool {
 }
 
 func digestOf(n *cluster.Node) string {
-	d, _ := n.FSM.Digest()
+	d, _ := n.Digest()
 	return d
 }
 

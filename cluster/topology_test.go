@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 )
 
 func TestQuorumWarnings(t *testing.T) {
@@ -130,7 +131,7 @@ func TestTransferLeadership(t *testing.T) {
 				resp := do(t, nodes[w], http.MethodPost, "/resource_classes", map[string]string{"name": fmt.Sprintf("CUSTOM_T%d_%d", w, i)})
 				mu.Lock()
 				writes++
-				refused := resp.status == http.StatusServiceUnavailable && resp.header.Get(cluster.NotAppliedHeader) != ""
+				refused := resp.status == http.StatusServiceUnavailable && resp.header.Get(front.NotAppliedHeader) != ""
 				if resp.status != http.StatusCreated && !refused {
 					failed = append(failed, fmt.Sprintf("%d %s", resp.status, resp.body))
 				}
@@ -165,7 +166,7 @@ func TestTransferLeadership(t *testing.T) {
 	if res, err := client(nodes[0]).TransferLeadership(ctx, to.ID); err != nil || res.From != to.ID || res.To != to.ID {
 		t.Errorf("transfer to the leader itself: %+v, %v, want a no-op", res, err)
 	}
-	var se *cluster.StatusError
+	var se *front.StatusError
 	if _, err := client(nodes[0]).TransferLeadership(ctx, "nobody"); !errors.As(err, &se) || se.Code != http.StatusNotFound {
 		t.Errorf("transfer to an unknown node: %v, want 404", err)
 	}

@@ -24,6 +24,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/internal/testcluster"
@@ -118,8 +119,8 @@ func openDiskNode(t *testing.T, dir string) *diskNode {
 		t.Fatalf("the node did not become leader: %v", err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(n.Handler(httpapi.New(n, httpapi.Config{Logger: quiet}),
-		cluster.HandlerOptions{Secret: fixtureSecret, Logger: quiet}))
+	srv := httptest.NewServer(front.New(n, httpapi.New(n, httpapi.Config{Logger: quiet}),
+		front.Options{Secret: fixtureSecret, Logger: quiet}))
 	return &diskNode{Node: n, srv: srv}
 }
 
@@ -184,7 +185,7 @@ func writeFixtureWorkload(t *testing.T, d *diskNode) {
 			"inventories": map[string]any{"VCPU": map[string]any{"total": 8}, "DISK_GB": map[string]any{"total": 100}}}, 200)
 	}
 	d.call(t, "PUT", "/allocations/"+fixtureOrdered, orderedAllocations(fixtureOrderedBody), 204)
-	if err := d.Node.Raft.Snapshot().Error(); err != nil {
+	if err := d.Node.Raft().Snapshot().Error(); err != nil {
 		t.Fatal(err)
 	}
 	// After the snapshot: only in the log.
@@ -324,7 +325,7 @@ func TestWriteUpgradeFixtures(t *testing.T) {
 	writeFixtureWorkload(t, d)
 	checkFixtureState(t, d, fx)
 	var backup bytes.Buffer
-	c := &cluster.Client{Addr: strings.TrimPrefix(d.srv.URL, "http://"), Secret: fixtureSecret}
+	c := &front.Client{Addr: strings.TrimPrefix(d.srv.URL, "http://"), Secret: fixtureSecret}
 	if err := c.Snapshot(context.Background(), &backup); err != nil {
 		t.Fatal(err)
 	}
@@ -365,14 +366,14 @@ func TestUpgradeDataDir(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkFixtureState(t, d, fx)
-			if got, _ := d.Node.FSM.Digest(); got != fx.digest {
+			if got, _ := d.Node.Digest(); got != fx.digest {
 				t.Fatalf("the fixture replays to digest %s, it was written at %s", got, fx.digest)
 			}
 			d.call(t, "PUT", "/traits/CUSTOM_AFTER_UPGRADE", nil, 201)
-			if err := d.Node.Raft.Snapshot().Error(); err != nil {
+			if err := d.Node.Raft().Snapshot().Error(); err != nil {
 				t.Fatal(err)
 			}
-			want, _ := d.Node.FSM.Digest()
+			want, _ := d.Node.Digest()
 			d.close()
 
 			d = openDiskNode(t, dir)
@@ -380,7 +381,7 @@ func TestUpgradeDataDir(t *testing.T) {
 			if err := d.Node.ReadBarrier(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := d.Node.FSM.Digest(); got != want {
+			if got, _ := d.Node.Digest(); got != want {
 				t.Fatal("state changed across the restart after the upgrade")
 			}
 			checkFixtureState(t, d, fx)
@@ -421,7 +422,7 @@ func TestRestoreOldBackup(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkFixtureState(t, d, fx)
-			if got, _ := d.Node.FSM.Digest(); got != digest {
+			if got, _ := d.Node.Digest(); got != digest {
 				t.Fatalf("restored digest %s, backup's %s", got, digest)
 			}
 		})

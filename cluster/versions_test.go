@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/internal/statecheck"
 )
@@ -30,20 +31,21 @@ func TestWaitingReadBlocksNoWrite(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	readErr := make(chan error, 1)
 	go func() {
-		var problem error
-		err := leader.Node.Read(context.Background(), func(s *state.Store) {
-			digest, classes := statecheck.Digest(s), s.Classes.Len()
-			if !s.Classes.Has("CUSTOM_BEFORE") {
-				problem = fmt.Errorf("the read does not see the write before it")
-			}
+		s, err := leader.Node.Read(context.Background(), backend.ReadOptions{})
+		if err != nil {
 			close(entered)
-			<-release
-			if statecheck.Digest(s) != digest || s.Classes.Len() != classes || s.Classes.Has("CUSTOM_AFTER_API") {
-				problem = fmt.Errorf("the waiting read's version changed under it")
-			}
-		})
-		if problem == nil {
-			problem = err
+			readErr <- err
+			return
+		}
+		var problem error
+		digest, classes := statecheck.Digest(s), s.Classes.Len()
+		if !s.Classes.Has("CUSTOM_BEFORE") {
+			problem = fmt.Errorf("the read does not see the write before it")
+		}
+		close(entered)
+		<-release
+		if statecheck.Digest(s) != digest || s.Classes.Len() != classes || s.Classes.Has("CUSTOM_AFTER_API") {
+			problem = fmt.Errorf("the waiting read's version changed under it")
 		}
 		readErr <- problem
 	}()

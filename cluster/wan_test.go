@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/internal/wanlab"
 )
@@ -226,8 +226,8 @@ func TestFollowerReadAsksNewLeaderAfterCut(t *testing.T) {
 	hc.Timeout = 30 * time.Second
 	// Before the cut, reads through the followers are served by them.
 	for _, f := range followers {
-		if r := labSend(hc, f, http.MethodGet, "/resource_providers", nil); r.code != http.StatusOK || r.header.Get(cluster.ServedByHeader) != f.ID {
-			t.Fatalf("read through %s before the cut: %d served by %q (%v)", f.ID, r.code, r.header.Get(cluster.ServedByHeader), r.err)
+		if r := labSend(hc, f, http.MethodGet, "/resource_providers", nil); r.code != http.StatusOK || r.header.Get(front.ServedByHeader) != f.ID {
+			t.Fatalf("read through %s before the cut: %d served by %q (%v)", f.ID, r.code, r.header.Get(front.ServedByHeader), r.err)
 		}
 	}
 
@@ -274,7 +274,7 @@ func TestFollowerReadAsksNewLeaderAfterCut(t *testing.T) {
 		f := r.via.ID
 		answered := r.sent + r.took
 		t.Logf("read through %s sent %v after the cut (it learnt the new leader at %v): %d in %v, served by %q (%v)",
-			f, r.sent.Round(time.Millisecond), learntAt[f].Round(time.Millisecond), r.code, r.took.Round(time.Millisecond), r.header.Get(cluster.ServedByHeader), r.err)
+			f, r.sent.Round(time.Millisecond), learntAt[f].Round(time.Millisecond), r.code, r.took.Round(time.Millisecond), r.header.Get(front.ServedByHeader), r.err)
 		switch {
 		case r.err != nil:
 			t.Errorf("read through %s sent %v after the cut: %v after %v", f, r.sent, r.err, r.took)
@@ -284,9 +284,9 @@ func TestFollowerReadAsksNewLeaderAfterCut(t *testing.T) {
 			t.Errorf("read through %s sent %v after the cut: %d %s", f, r.sent, r.code, r.body)
 		case !bytes.Contains(r.body, []byte(u)):
 			t.Errorf("read through %s sent %v after the cut misses the write acknowledged before it: %s", f, r.sent, r.body)
-		case r.header.Get(cluster.ServedByHeader) != f || r.header.Get(cluster.ReadLevelHeader) != "linearizable":
+		case r.header.Get(front.ServedByHeader) != f || r.header.Get(front.ReadLevelHeader) != "linearizable":
 			t.Errorf("read through %s sent %v after the cut: served by %q at level %q, want by %s itself after a read index from the new leader, linearizable",
-				f, r.sent, r.header.Get(cluster.ServedByHeader), r.header.Get(cluster.ReadLevelHeader), f)
+				f, r.sent, r.header.Get(front.ServedByHeader), r.header.Get(front.ReadLevelHeader), f)
 		case answered < learntAt[f]-cutRTT/2:
 			t.Errorf("read through %s answered %v after the cut, before it learnt of the new leader (%v)", f, answered, learntAt[f])
 		}

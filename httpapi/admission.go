@@ -73,8 +73,8 @@ func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request, kind string)
 }
 
 // ReadForwarded reads the body of a request that this node's cluster
-// front forwards to the leader (cluster.BodyReader) and takes the body's
-// share of Config.MaxBodyDecodeBytes while the front holds it, so that
+// front forwards to the leader (cluster/front's BodyReader) and takes the
+// body's share of Config.MaxBodyDecodeBytes while the front holds it, so that
 // bodies sent to a follower cost it what they cost the leader: a body is
 // read as it arrives, without a share (a slow sender holds none), then
 // counts its size (not MinBodyWeight: it is held, not decoded) until

@@ -311,19 +311,11 @@ func allocationsModified(c *state.Consumer) time.Time {
 
 func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) {
 	consumer := pathConsumer(r)
-	var c *state.Consumer
-	generations := map[string]int64{}
-	if !s.read(w, r, func(st *state.Store) {
-		c = st.ConsumerCopy(consumer)
-		if c == nil {
-			return
-		}
-		for _, a := range c.Allocations {
-			generations[a.ProviderUUID] = st.Providers.Get(a.ProviderUUID).Generation
-		}
-	}) {
+	st, ok := s.version(w, r)
+	if !ok {
 		return
 	}
+	c := st.Consumers.Get(consumer)
 	out := consumerAllocationsJSON{Allocations: newDict()}
 	var allocs []state.Allocation
 	if c != nil {
@@ -332,7 +324,7 @@ func (s *Server) getConsumerAllocations(w http.ResponseWriter, r *http.Request) 
 	for _, a := range allocs {
 		v, ok := out.Allocations.get(a.ProviderUUID)
 		if !ok {
-			v = &providerResourcesJSON{Resources: newDict(), Generation: generations[a.ProviderUUID]}
+			v = &providerResourcesJSON{Resources: newDict(), Generation: st.Providers.Get(a.ProviderUUID).Generation}
 			out.Allocations.set(a.ProviderUUID, v)
 		}
 		v.(*providerResourcesJSON).Resources.set(a.Class, a.Used)

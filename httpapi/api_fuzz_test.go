@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/internal/statecheck"
@@ -79,9 +80,8 @@ func (b *directBackend) Apply(ctx context.Context, cmd state.Command) (any, erro
 	return r.Value, r.Err
 }
 
-func (b *directBackend) Read(ctx context.Context, fn func(s *state.Store)) error {
-	b.fsm.Read(fn)
-	return nil
+func (b *directBackend) Read(ctx context.Context, opts backend.ReadOptions) (*state.Store, error) {
+	return b.fsm.Version(), nil
 }
 
 type fuzzAPI struct {

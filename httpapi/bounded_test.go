@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm/state"
 )
 
@@ -57,20 +58,20 @@ func (w *watch) abortedList() []string {
 	return append([]string(nil), w.aborted...)
 }
 
-// enteredBackend tells when a read's callback (the search) starts.
+// enteredBackend tells when a read has its state (the search starts
+// next).
 type enteredBackend struct {
 	Backend
 	entered chan struct{}
 }
 
-func (b *enteredBackend) Read(ctx context.Context, fn func(st *state.Store)) error {
-	return b.Backend.Read(ctx, func(st *state.Store) {
-		select {
-		case b.entered <- struct{}{}:
-		default:
-		}
-		fn(st)
-	})
+func (b *enteredBackend) Read(ctx context.Context, opts backend.ReadOptions) (*state.Store, error) {
+	st, err := b.Backend.Read(ctx, opts)
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	return st, err
 }
 
 const hostUUID = "a1000000-0000-4000-8000-000000000000"

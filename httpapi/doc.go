@@ -17,9 +17,12 @@
 // decorators; the dispatcher applies them, so handlers parse, call the
 // domain and encode.
 //
-// httpapi imports cluster only for its error values and header names,
-// fsm/state and fsm/candidates for the domain; it must not import
-// hashicorp/raft or its stores: it reaches Raft only through Backend
-// (Apply, Read), so the API is testable over any backend and the cluster
-// keeps sole charge of Raft.
+// httpapi imports cluster/backend only (the node's errors, the read
+// options Backend.Read takes and the not-applied header), fsm/state and
+// fsm/candidates for the domain; it must not import the node (cluster),
+// its front (cluster/front), hashicorp/raft or its stores: it reaches Raft
+// only through Backend (Apply, Read), so the API is testable over any
+// backend and the cluster keeps sole charge of Raft. The front serves the
+// reads it answers on a node through Server.ServeRead, with the options it
+// chose for them.
 package httpapi

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm/state"
 )
 
@@ -264,10 +264,10 @@ func writeStateError(w http.ResponseWriter, r *http.Request, err error) {
 			return
 		}
 		writeError(w, r, status, se.Detail, se.Code)
-	case errors.Is(err, cluster.ErrUnknownOutcome), errors.Is(err, cluster.ErrNotLeader):
+	case errors.Is(err, backend.ErrUnknownOutcome), errors.Is(err, backend.ErrNotLeader):
 		w.Header().Set("Retry-After", "1")
-		if errors.Is(err, cluster.ErrNotLeader) {
-			w.Header().Set(cluster.NotAppliedHeader, "true")
+		if errors.Is(err, backend.ErrNotLeader) {
+			w.Header().Set(backend.NotAppliedHeader, "true")
 		}
 		writeError(w, r, http.StatusServiceUnavailable, err.Error(), "")
 	default:

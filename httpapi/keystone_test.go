@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/placementd/placementd/internal/testcluster"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/httpapi/policy"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // The Keystone integration test runs a real Keystone (Debian's keystone

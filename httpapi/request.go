@@ -58,16 +58,29 @@ func latest(a, b time.Time) time.Time {
 	return a
 }
 
-// read runs fn over the state after the read barrier. On failure it has
-// answered the request and returns false.
+// read runs fn over the state to answer r from: a version as fresh as the
+// request's read options say (Backend). On failure it has answered the
+// request and returns false.
 func (s *Server) read(w http.ResponseWriter, r *http.Request, fn func(st *state.Store)) bool {
-	if err := s.backend.Read(r.Context(), fn); err != nil {
+	st, ok := s.version(w, r)
+	if ok {
+		fn(st)
+	}
+	return ok
+}
+
+// version is the state to answer r from, which never changes: a handler
+// may keep what it finds there without copying. On failure it has
+// answered the request and returns false.
+func (s *Server) version(w http.ResponseWriter, r *http.Request) (*state.Store, bool) {
+	st, err := s.backend.Read(r.Context(), infoOf(r).read)
+	if err != nil {
 		if !s.aborted(w, r, err) {
 			writeStateError(w, r, err)
 		}
-		return false
+		return nil, false
 	}
-	return true
+	return st, true
 }
 
 // apply proposes cmd through Raft. On failure (a rejection by the state or

@@ -49,15 +49,11 @@ func (s *Server) listResourceClasses(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getResourceClass(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
-	var rc *state.ResourceClass
-	if !s.read(w, r, func(st *state.Store) {
-		if found := st.Classes.Get(name); found != nil {
-			c := *found
-			rc = &c
-		}
-	}) {
+	st, ok := s.version(w, r)
+	if !ok {
 		return
 	}
+	rc := st.Classes.Get(name)
 	if rc == nil {
 		writeStateError(w, r, state.ClassNotFound(name))
 		return

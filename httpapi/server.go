@@ -12,15 +12,32 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi/httpguard"
 )
 
 // Backend is what the API needs from the cluster: proposing commands and
 // linearizable reads of the state.
+//
+// Apply proposes cmd and returns its result: the command's value, its
+// *state.Error rejection, or backend.ErrNotLeader (the command certainly
+// did not reach the log: 503 with backend.NotAppliedHeader, which a
+// forwarding node takes as safe to send on) or backend.ErrUnknownOutcome
+// (it may still commit: 503).
+//
+// Read returns the version of the state to answer a read from, as fresh
+// as opts say (backend.ReadOptions: the level, a bounded read's bound on
+// staleness, and opts.Served, told the index of the state served). A
+// request served through ServeHTTP reads with the zero options: a
+// linearizable read after the node's read barrier. The cluster front
+// serves the reads it answers on this node through ServeRead with the
+// options it chose (a stale or bounded read, or a follower's read whose
+// read index it has already waited for). The version returned never
+// changes: handlers read it without copying.
 type Backend interface {
 	Apply(ctx context.Context, cmd state.Command) (any, error)
-	Read(ctx context.Context, fn func(s *state.Store)) error
+	Read(ctx context.Context, opts backend.ReadOptions) (*state.Store, error)
 }
 
 // DefaultMaxBodyBytes bounds a request body unless Config.MaxBodyBytes
@@ -104,7 +121,9 @@ type Authorizer interface {
 type Server struct {
 	cfg     Config
 	backend Backend
-	handler http.Handler
+	// inner is the chain of middleware and routes under the request log
+	// (serve).
+	inner http.Handler
 	// keystone validates tokens when cfg.Keystone is set.
 	keystone *keystone
 	// bodySlots and searchSlots admit body decodes and candidate
@@ -174,12 +193,21 @@ func New(backend Backend, cfg Config) *Server {
 	}
 	h = s.cors(h)
 	h = s.withDeadline(h)
-	h = s.requestLog(h)
-	s.handler = h
+	s.inner = h // under requestLog: serve
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+// ServeHTTP serves a request whose reads are linearizable (the zero
+// backend.ReadOptions).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.serve(s.inner, backend.ReadOptions{}, w, r)
+}
+
+// ServeRead serves a request whose reads go to Backend.Read with opts
+// (the cluster front's ReadServer).
+func (s *Server) ServeRead(w http.ResponseWriter, r *http.Request, opts backend.ReadOptions) {
+	s.serve(s.inner, opts, w, r)
+}
 
 // reqInfo is what the outer middleware learns about a request and the
 // inner layers fill in (like upstream's WSGI environ), so that an error
@@ -195,6 +223,9 @@ type reqInfo struct {
 	route, user, project string
 	// query is the query string, split once (see queryOf).
 	query *parsedQuery
+	// read is how the request's reads are served (ServeRead; the zero
+	// value: linearizable).
+	read backend.ReadOptions
 }
 
 // noteRoute records the matched route's template and the caller in the
@@ -265,44 +296,50 @@ func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 // come out as JSON, and logs the request when it is answered.
 func (s *Server) requestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.RequestStarted()
-		}
-		info := &reqInfo{id: "req-" + uuid.NewString()}
-		if g := r.Header.Get(requestIDHeader); globalIDRE.MatchString(g) {
-			info.globalID = g
-		}
-		if a, _ := acceptHeader(r.Header); a == "" || a == "*/*" {
-			r.Header.Set("Accept", "application/json")
-		}
-		rec := &recorder{ResponseWriter: w}
-		rec.Header().Set(requestIDHeader, info.id)
-		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
-		next.ServeHTTP(rec, r)
-		if rec.status == 0 {
-			rec.WriteHeader(http.StatusOK)
-		}
-		elapsed := time.Since(start)
-		if s.cfg.Observer != nil {
-			s.cfg.Observer.RequestDone(info.route, r.Method, rec.status, elapsed)
-		}
-		microversion := "-"
-		if info.version != nil {
-			microversion = info.version.String()
-		}
-		uri := r.URL.EscapedPath()
-		if r.URL.RawQuery != "" {
-			uri += "?" + r.URL.RawQuery
-		}
-		attrs := []any{"remote", r.RemoteAddr, "method", r.Method, "uri", uri, "route", info.route,
-			"status", rec.status, "len", rec.size, "microversion", microversion, "request_id", info.id,
-			"duration_ms", float64(elapsed.Microseconds()) / 1000, "user_id", info.user, "project_id", info.project}
-		if info.globalID != "" {
-			attrs = append(attrs, "global_request_id", info.globalID)
-		}
-		s.cfg.Logger.Info("request", attrs...)
+		s.serve(next, backend.ReadOptions{}, w, r)
 	})
+}
+
+// serve is requestLog's work for a request whose reads are served with
+// read.
+func (s *Server) serve(next http.Handler, read backend.ReadOptions, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.RequestStarted()
+	}
+	info := &reqInfo{id: "req-" + uuid.NewString(), read: read}
+	if g := r.Header.Get(requestIDHeader); globalIDRE.MatchString(g) {
+		info.globalID = g
+	}
+	if a, _ := acceptHeader(r.Header); a == "" || a == "*/*" {
+		r.Header.Set("Accept", "application/json")
+	}
+	rec := &recorder{ResponseWriter: w}
+	rec.Header().Set(requestIDHeader, info.id)
+	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+	next.ServeHTTP(rec, r)
+	if rec.status == 0 {
+		rec.WriteHeader(http.StatusOK)
+	}
+	elapsed := time.Since(start)
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.RequestDone(info.route, r.Method, rec.status, elapsed)
+	}
+	microversion := "-"
+	if info.version != nil {
+		microversion = info.version.String()
+	}
+	uri := r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		uri += "?" + r.URL.RawQuery
+	}
+	attrs := []any{"remote", r.RemoteAddr, "method", r.Method, "uri", uri, "route", info.route,
+		"status", rec.status, "len", rec.size, "microversion", microversion, "request_id", info.id,
+		"duration_ms", float64(elapsed.Microseconds()) / 1000, "user_id", info.user, "project_id", info.project}
+	if info.globalID != "" {
+		attrs = append(attrs, "global_request_id", info.globalID)
+	}
+	s.cfg.Logger.Info("request", attrs...)
 }
 
 // faultWrap is upstream's FaultWrapper: a handler that panics gets a 500

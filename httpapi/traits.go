@@ -129,15 +129,11 @@ func (s *Server) listTraits(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getTrait(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
-	var trait *state.Trait
-	if !s.read(w, r, func(st *state.Store) {
-		if t := st.Traits.Get(name); t != nil {
-			c := *t
-			trait = &c
-		}
-	}) {
+	st, ok := s.version(w, r)
+	if !ok {
 		return
 	}
+	trait := st.Traits.Get(name)
 	if trait == nil {
 		writeError(w, r, http.StatusNotFound, fmt.Sprintf("No such trait(s): %s.", name), "")
 		return

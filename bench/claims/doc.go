@@ -10,7 +10,7 @@
 //
 // Results are in bench/claims/README.md.
 //
-// It owns nothing the server uses. It imports cluster only for its
-// operator API client (cluster.Client) and the header names it sends over
+// It owns nothing the server uses. It imports cluster/front only for its
+// operator API client (front.Client) and the header names it sends over
 // HTTP, and must not import fsm or httpapi: it measures the real processes.
 package main

@@ -20,7 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 )
 
 const secret = "bench"
@@ -191,7 +191,7 @@ func freePort() string {
 // address.
 func waitCluster(ctx context.Context, addrs []string, n int) string {
 	for ctx.Err() == nil {
-		st, err := (&cluster.Client{Addr: addrs[0], Secret: secret}).Status(ctx)
+		st, err := (&front.Client{Addr: addrs[0], Secret: secret}).Status(ctx)
 		if err == nil {
 			healthy, leader := 0, ""
 			for _, m := range st.Members {

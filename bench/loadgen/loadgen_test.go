@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/internal/testcluster"
 )
@@ -28,7 +29,7 @@ func startPlacementd(t *testing.T) string {
 	t.Helper()
 	node := testcluster.OpenNode(t, cluster.Config{Tune: testcluster.SingleNodeRaft(func(c *raft.Config) { c.BatchApplyCh = true })}, nil)
 	api := httpapi.New(node, httpapi.Config{Logger: testcluster.Quiet})
-	return testcluster.Front(t, node, api, cluster.HandlerOptions{}).URL
+	return testcluster.Front(t, node, api, front.Options{}).URL
 }
 
 // TestRunScarceCapacity runs the whole workload on a fleet so small that

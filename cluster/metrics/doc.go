@@ -8,8 +8,9 @@
 // httpapi.Config.Observer, the FSM through its OnApply hook, and the Raft
 // node is read at scrape time. A nil *Metrics ignores every observation.
 //
-// It imports cluster and fsm (the node and state it reads at scrape
-// time) and must not import httpapi: the API reports to it through the
+// It imports cluster, cluster/backend and fsm (the node, its errors and
+// the state it reads at scrape time; the node through its exported
+// methods only) and must not import httpapi or cluster/front: the API reports to it through the
 // httpapi.Observer interface, which cmd/placementd wires, so the API does
 // not depend on Prometheus nor metrics on the API.
 package metrics

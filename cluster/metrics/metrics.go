@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm/state"
 )
 
@@ -265,7 +265,7 @@ func outcome(err error) (result, code string) {
 // cluster node); the same as httpapi.Backend.
 type Backend interface {
 	Apply(ctx context.Context, cmd state.Command) (any, error)
-	Read(ctx context.Context, fn func(s *state.Store)) error
+	Read(ctx context.Context, opts backend.ReadOptions) (*state.Store, error)
 }
 
 // Backend wraps b so that every proposal is timed and its outcome counted.
@@ -291,9 +291,9 @@ func (t *timedBackend) Apply(ctx context.Context, cmd state.Command) (any, error
 	case err == nil:
 	case errors.As(err, &se):
 		outcome = "rejected"
-	case errors.Is(err, cluster.ErrNotLeader):
+	case errors.Is(err, backend.ErrNotLeader):
 		outcome = "not_leader"
-	case errors.Is(err, cluster.ErrUnknownOutcome):
+	case errors.Is(err, backend.ErrUnknownOutcome):
 		outcome = "unknown_outcome"
 	default:
 		outcome = "error"

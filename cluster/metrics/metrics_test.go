@@ -3,8 +3,6 @@ package metrics_test
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/hashicorp/raft"
-	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,12 +11,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // node is one placementd node wired as `placementd serve` wires it: a
@@ -51,7 +52,7 @@ func startNode(t *testing.T) *node {
 	t.Cleanup(stop)
 	api := httpapi.New(m.Backend(n), httpapi.Config{Logger: testcluster.Quiet, Observer: m})
 	return &node{node: n,
-		api:  testcluster.Front(t, n, api, cluster.HandlerOptions{}),
+		api:  testcluster.Front(t, n, api, front.Options{}),
 		prom: testcluster.Serve(t, m.Handler()),
 	}
 }
@@ -186,7 +187,7 @@ func TestMetricsAfterWorkload(t *testing.T) {
 	if st, _ := n.call(t, "GET", "/no/such/path", nil); st != 404 {
 		t.Fatalf("unknown path: %d", st)
 	}
-	if err := n.node.Raft.Snapshot().Error(); err != nil {
+	if err := n.node.SnapshotNow(); err != nil {
 		t.Fatal(err)
 	}
 

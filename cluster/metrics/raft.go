@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -65,37 +64,35 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	r := c.node.Raft
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	cur := r.State()
+	st := c.node.Status(false)
 	for _, s := range raftStates {
 		v := 0.0
-		if s == cur {
+		if s.String() == st.State {
 			v = 1
 		}
 		gauge(c.state, v, stateName(s))
 	}
-	gauge(c.term, float64(r.CurrentTerm()))
-	gauge(c.lastLog, float64(r.LastIndex()))
-	gauge(c.commit, float64(r.CommitIndex()))
-	gauge(c.applied, float64(r.AppliedIndex()))
-	if v, err := strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64); err == nil {
-		gauge(c.lastSnap, float64(v))
-	}
-	switch lc := r.LastContact(); {
-	case cur == raft.Leader:
+	gauge(c.term, float64(st.Term))
+	gauge(c.lastLog, float64(st.LastLogIndex))
+	gauge(c.commit, float64(st.CommitIndex))
+	gauge(c.applied, float64(st.AppliedIndex))
+	gauge(c.lastSnap, float64(st.LastSnapshotIndex))
+	switch lc := c.node.LastContact(); {
+	case st.State == raft.Leader.String():
 		gauge(c.lastContact, 0)
 	case lc.IsZero():
 		gauge(c.lastContact, -1)
 	default:
 		gauge(c.lastContact, time.Since(lc).Seconds())
 	}
-	if fut := r.GetConfiguration(); fut.Error() == nil {
+	members, err := c.node.Members()
+	if err == nil {
 		var voters, nonvoters float64
-		for _, s := range fut.Configuration().Servers {
-			if s.Suffrage == raft.Voter {
+		for _, m := range members {
+			if m.Voter {
 				voters++
 			} else {
 				nonvoters++
@@ -105,7 +102,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.peers, nonvoters, "nonvoter")
 	}
 	known := 0.0
-	if id, _ := c.node.Leader(); id != "" {
+	if st.Leader != "" {
 		known = 1
 	}
 	gauge(c.leaderKnown, known)
@@ -119,7 +116,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}{{"heartbeat", t.Heartbeat}, {"election", t.Election}, {"leader_lease", t.LeaderLease}, {"commit", t.Commit}} {
 		gauge(c.timing, tv.v.Seconds(), tv.name)
 	}
-	if members, err := c.node.Members(); err == nil {
+	if err == nil {
 		labelled := false
 		for _, m := range members {
 			suffrage := "voter"
@@ -201,35 +198,28 @@ func (m *Metrics) WatchNode(n *cluster.Node, dataDir string) (stop func()) {
 		Help: "Times this node learned of a new leader (itself included) since it started.",
 	})
 	m.Registry.MustRegister(changes)
-	if id, _ := n.Leader(); id != "" {
+	last, _ := n.Leader()
+	if last != "" {
 		changes.Inc()
 	}
-	obs := make(chan raft.Observation, 16)
-	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	n.Raft.RegisterObserver(observer)
 	done := make(chan struct{})
 	go func() {
 		for {
+			changed := n.LeaderChanges() // before the look: no change is missed
+			if id, _ := n.Leader(); id != last {
+				if last = id; id != "" {
+					changes.Inc()
+				}
+			}
 			select {
 			case <-done:
 				return
-			case o := <-obs:
-				if lo, ok := o.Data.(raft.LeaderObservation); ok && lo.LeaderID != "" {
-					changes.Inc()
-				}
+			case <-changed:
 			}
 		}
 	}()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			n.Raft.DeregisterObserver(observer)
-			close(done)
-		})
-	}
+	return func() { once.Do(func() { close(done) }) }
 }
 
 // WatchState adds the sizes of the placement state, read from its current

@@ -5,5 +5,5 @@
 // PLACEMENTD_* variables, the cluster node, the FSM, the HTTP API with
 // its policy and metrics, and the snapshot, export and import commands.
 // Nothing may import it, and it must not import test-only packages
-// (cluster/faults, internal/..., bench/...): they are not shipped.
+// (internal/..., bench/...): they are not shipped.
 package main

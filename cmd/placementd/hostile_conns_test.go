@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/placementd/placementd/internal/testcluster"
 	"io"
 	"log/slog"
 	"net"
@@ -25,6 +24,7 @@ import (
 	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // hostileServer serves the API of a single-node cluster (in-memory Raft)

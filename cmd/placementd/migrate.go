@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/snapshot"
@@ -85,7 +85,7 @@ func exportCommand(args []string) error {
 }
 
 // clusterImage is the cluster's state, through a consistent snapshot.
-func clusterImage(ctx context.Context, c *cluster.Client) (*state.Image, error) {
+func clusterImage(ctx context.Context, c *front.Client) (*state.Image, error) {
 	var buf bytes.Buffer
 	if err := c.Snapshot(ctx, &buf); err != nil {
 		return nil, err
@@ -190,7 +190,7 @@ func importCommand(args []string) error {
 }
 
 // load checks the document offline, then loads it chunk by chunk.
-func load(ctx context.Context, c *cluster.Client, doc *export.Document, chunkBytes int, replace bool) error {
+func load(ctx context.Context, c *front.Client, doc *export.Document, chunkBytes int, replace bool) error {
 	if _, err := export.Load(doc, time.Now()); err != nil {
 		return fmt.Errorf("the source cannot be imported: %w", err)
 	}
@@ -220,7 +220,7 @@ func load(ctx context.Context, c *cluster.Client, doc *export.Document, chunkByt
 // applyChunk sends a chunk, and when the answer is lost or the leader
 // changed, finds out from the cluster's contents whether it was applied
 // before sending it again.
-func applyChunk(ctx context.Context, c *cluster.Client, chunk *state.ImportChunk) (state.ImportResult, error) {
+func applyChunk(ctx context.Context, c *front.Client, chunk *state.ImportChunk) (state.ImportResult, error) {
 	before, err := c.ImportContents(ctx)
 	if err != nil {
 		return state.ImportResult{}, err
@@ -236,7 +236,7 @@ func applyChunk(ctx context.Context, c *cluster.Client, chunk *state.ImportChunk
 	after.Consumers += len(chunk.Consumers)
 	for attempt := 0; ; attempt++ {
 		res, err := c.Import(ctx, chunk)
-		var se *cluster.StatusError
+		var se *front.StatusError
 		if err == nil || (errors.As(err, &se) && se.Code != 503) || attempt == 5 {
 			return res, err
 		}
@@ -255,7 +255,7 @@ func applyChunk(ctx context.Context, c *cluster.Client, chunk *state.ImportChunk
 }
 
 // verifyFile compares the cluster's state with the document.
-func verifyFile(ctx context.Context, c *cluster.Client, doc *export.Document) ([]string, error) {
+func verifyFile(ctx context.Context, c *front.Client, doc *export.Document) ([]string, error) {
 	img, err := clusterImage(ctx, c)
 	if err != nil {
 		return nil, err

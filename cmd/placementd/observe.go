@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/cluster/raftlog"
 	"github.com/placementd/placementd/fsm"
@@ -45,7 +45,7 @@ func raftLogger(log *slog.Logger) hclog.Logger {
 // the cluster front. Paths are matched exactly: the Placement API sees
 // every other path as it came. --metrics-addr serves /metrics without the
 // secret on a listener of its own (metricsHandler).
-func withProbes(front *cluster.Handler, m *metrics.Metrics) http.Handler {
+func withProbes(front *front.Handler, m *metrics.Metrics) http.Handler {
 	promHandler := front.RequireSecret(m.Handler())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

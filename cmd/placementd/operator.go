@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 )
 
@@ -41,8 +42,8 @@ func (o *operatorFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
 }
 
-func (o *operatorFlags) client() *cluster.Client {
-	return &cluster.Client{Addr: o.addr, Secret: o.secret, TLS: o.tls}
+func (o *operatorFlags) client() *front.Client {
+	return &front.Client{Addr: o.addr, Secret: o.secret, TLS: o.tls}
 }
 
 // parseCommand parses args into fs (flags may follow the positional
@@ -109,7 +110,7 @@ func clusterCommand(args []string) error {
 		// 503: the new leader then carries out the same request.
 		for {
 			err := o.client().Remove(ctx, pos[0])
-			var se *cluster.StatusError
+			var se *front.StatusError
 			if err == nil {
 				break
 			}
@@ -141,7 +142,7 @@ func clusterCommand(args []string) error {
 	return fmt.Errorf("unknown cluster command %q (status, remove, transfer-leadership)", args[0])
 }
 
-func printStatus(w io.Writer, st cluster.ClusterStatus) {
+func printStatus(w io.Writer, st front.ClusterStatus) {
 	fmt.Fprintf(w, "leader: %s  term: %d\n\n", st.Leader, st.Term)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST\tREGION")
@@ -254,7 +255,7 @@ func snapshotCommand(args []string) error {
 
 // saveSnapshot downloads a snapshot to a temporary file beside file,
 // checks it reads back whole, then renames it into place.
-func saveSnapshot(ctx context.Context, c *cluster.Client, file string) error {
+func saveSnapshot(ctx context.Context, c *front.Client, file string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".*.tmp")
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/cmd/placementd/gcfloor"
 	"github.com/placementd/placementd/fsm"
@@ -33,75 +34,167 @@ const peersFile = "peers.json"
 
 // runNode runs one cluster member until SIGINT/SIGTERM, then stops it
 // gracefully: fail readiness, drain in-flight requests while still
-// leading, hand leadership over (or leave), shut Raft down.
+// leading, hand leadership over (or leave), shut Raft down. The steps:
+// check the flags, listen, open the node, serve the API through the
+// cluster front, join the cluster in the background, wait for a signal.
 func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logger) error {
 	cf := &c.cluster
 	gcCtx, stopGC := context.WithCancel(context.Background())
 	defer stopGC()
 	go gcfloor.Run(gcCtx, uint64(c.gcHeapFloorMB)<<20, log)
 	joins := splitList(cf.join)
-	if len(joins) > 0 && cf.secret == "" {
-		return errors.New("--join needs --cluster-secret (the secret the cluster was started with)")
-	}
-	if n := cf.bootstrapExpect; n != 0 && (n < 0 || len(dedupe(joins)) != n) {
-		return fmt.Errorf("--bootstrap-expect %d: --join must list exactly that many addresses, not %d", n, len(dedupe(joins)))
-	}
-	if err := c.security.checkRaftPeers(joins, cf.bootstrapExpect, 0); err != nil {
+	pending, restoring, err := checkStart(c, joins)
+	if err != nil {
 		return err
 	}
-	pending := filepath.Join(c.dataDir, cluster.PendingRestore)
-	_, statErr := os.Stat(pending)
-	restoring := statErr == nil
-	if restoring && len(joins) > 0 {
-		return fmt.Errorf("%s holds a restored snapshot, which starts a new cluster: start it without --join, then join the others to it", c.dataDir)
-	}
-
 	machine := fsm.New()
 	mtr := newMetrics(machine, log)
-	// Listen first: with port 0 the advertised address needs the port.
-	ln, err := net.Listen("tcp", c.httpAddr)
+	ls, err := listen(c, mtr, log)
 	if err != nil {
 		return err
 	}
-	httpAdv, err := advertiseAddr(cf.httpAdvertise, ln.Addr().String())
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	var metricsLn net.Listener
-	if c.metricsAddr != "" {
-		if metricsLn, err = net.Listen("tcp", c.metricsAddr); err != nil {
-			ln.Close()
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		defer metricsLn.Close()
-	}
-	if c.pprofAddr != "" {
-		stopPprof, err := servePprof(c.pprofAddr, log)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		defer stopPprof()
-	}
-	sec := &c.security
-	limits, err := c.httpLimits.limits(c.requestTimeout)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	ln = apiListener(ln, limits, sec.apiTLS, mtr)
-
+	defer ls.close()
 	timing, err := cf.raftTiming()
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	node, err := cluster.Open(cluster.Config{
+	node, err := openNode(c, id, ls.httpAdv, len(joins) == 0, timing, machine, log)
+	if err != nil {
+		return err
+	}
+	if err := checkOpened(c, node, pending, restoring, log); err != nil {
+		node.Shutdown()
+		return err
+	}
+	defer mtr.WatchNode(node, c.dataDir)()
+	fr, srv := serveAPI(c, node, authz, mtr, ls, log)
+	frontCtx, stopFront := context.WithCancel(context.Background())
+	defer stopFront()
+	go fr.Run(frontCtx)
+	log.Info("placementd serving", "node", id, "http", ls.api.Addr().String(), "http_advertise", ls.httpAdv,
+		"raft", node.RaftAddr(), "data_dir", c.dataDir, "api_tls", c.security.apiTLS != nil, "raft_tls", c.security.raftTLS != nil,
+		"region", cf.region, "zone", cf.zone, "raft_heartbeat", timing.Heartbeat, "raft_election", timing.Election,
+		"raft_leader_lease", timing.LeaderLease, "raft_commit", timing.Commit,
+		"max_connections", ls.limits.MaxConns, "max_connections_per_ip", ls.limits.MaxConnsPerIP,
+		"read_timeout", ls.limits.ReadTimeout, "write_timeout", ls.limits.WriteTimeout, "idle_timeout", ls.limits.IdleTimeout)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ls.api) }()
+	if ls.metrics != nil {
+		msrv := ls.limits.Server(metricsHandler(mtr))
+		go msrv.Serve(httpguard.Listen(ls.metrics, ls.limits, nil, nil))
+		defer msrv.Close()
+		log.Info("serving /metrics", "metrics", ls.metrics.Addr().String())
+	}
+	joinCtx, stopJoin := context.WithCancel(context.Background())
+	defer stopJoin()
+	joinInBackground(joinCtx, c, node, joins, ls.httpAdv, log)
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case err = <-errc:
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+		stopFront()
+		err = gracefulStop(node, fr, srv, cf, log)
+	}
+	stopJoin()
+	writePeers(c.dataDir, node)
+	if serr := node.Shutdown(); err == nil || errors.Is(err, http.ErrServerClosed) {
+		err = serr
+	}
+	return err
+}
+
+// checkStart checks the cluster flags against each other and the data
+// dir before anything starts. pending is where a restored snapshot waits
+// (`placementd snapshot restore`); restoring says that one does.
+func checkStart(c *serveConfig, joins []string) (pending string, restoring bool, err error) {
+	cf := &c.cluster
+	if len(joins) > 0 && cf.secret == "" {
+		return "", false, errors.New("--join needs --cluster-secret (the secret the cluster was started with)")
+	}
+	if n := cf.bootstrapExpect; n != 0 && (n < 0 || len(dedupe(joins)) != n) {
+		return "", false, fmt.Errorf("--bootstrap-expect %d: --join must list exactly that many addresses, not %d", n, len(dedupe(joins)))
+	}
+	if err := c.security.checkRaftPeers(joins, cf.bootstrapExpect, 0); err != nil {
+		return "", false, err
+	}
+	pending = filepath.Join(c.dataDir, cluster.PendingRestore)
+	_, statErr := os.Stat(pending)
+	restoring = statErr == nil
+	if restoring && len(joins) > 0 {
+		return "", false, fmt.Errorf("%s holds a restored snapshot, which starts a new cluster: start it without --join, then join the others to it", c.dataDir)
+	}
+	return pending, restoring, nil
+}
+
+// listeners are what serve listens on before the node opens (with port 0
+// the advertised address needs the port).
+type listeners struct {
+	api       net.Listener // the API's, with its caps and TLS (apiListener)
+	httpAdv   string       // the API address other members reach
+	metrics   net.Listener // --metrics-addr; nil without
+	limits    httpguard.Limits
+	stopPprof func()
+}
+
+// listen opens the API's listener (and --metrics-addr's, and
+// --pprof-addr's server).
+func listen(c *serveConfig, mtr *metrics.Metrics, log *slog.Logger) (ls *listeners, err error) {
+	ls = &listeners{stopPprof: func() {}}
+	defer func() {
+		if err != nil {
+			ls.close()
+		}
+	}()
+	limits, err := c.httpLimits.limits(c.requestTimeout)
+	if err != nil {
+		return ls, err
+	}
+	ls.limits = limits
+	if ls.api, err = net.Listen("tcp", c.httpAddr); err != nil {
+		return ls, err
+	}
+	if ls.httpAdv, err = advertiseAddr(c.cluster.httpAdvertise, ls.api.Addr().String()); err != nil {
+		return ls, err
+	}
+	if c.metricsAddr != "" {
+		if ls.metrics, err = net.Listen("tcp", c.metricsAddr); err != nil {
+			return ls, fmt.Errorf("--metrics-addr: %w", err)
+		}
+	}
+	if c.pprofAddr != "" {
+		if ls.stopPprof, err = servePprof(c.pprofAddr, log); err != nil {
+			ls.stopPprof = func() {}
+			return ls, err
+		}
+	}
+	ls.api = apiListener(ls.api, limits, c.security.apiTLS, mtr)
+	return ls, nil
+}
+
+// close closes what listen opened (the API's listener again after the
+// server closed it does no harm).
+func (ls *listeners) close() {
+	if ls.api != nil {
+		ls.api.Close()
+	}
+	if ls.metrics != nil {
+		ls.metrics.Close()
+	}
+	ls.stopPprof()
+}
+
+// openNode opens the Raft node over machine. A fresh node that is to join
+// (bootstrap false: --join) waits to be added instead of bootstrapping.
+func openNode(c *serveConfig, id, httpAdv string, bootstrap bool, timing cluster.Timing, machine *fsm.FSM, log *slog.Logger) (*cluster.Node, error) {
+	cf := &c.cluster
+	sec := &c.security
+	return cluster.Open(cluster.Config{
 		NodeID: id, RaftAddr: c.raftAddr, RaftAdvertise: cf.raftAdvertise, HTTPAddr: httpAdv,
 		DataDir: c.dataDir, RaftTLS: sec.raftTLS, APITLS: sec.peerAPITLS, RaftConns: &cf.raftConns,
-		// A fresh node given --join waits to be added instead.
-		Bootstrap:          len(joins) == 0,
+		Bootstrap:          bootstrap,
 		Logger:             raftLogger(log),
 		SnapshotBytes:      snapshotBytes(cf.snapshotLogMB),
 		SnapshotBurstBytes: snapshotBytes(cf.snapshotBurstMB),
@@ -119,29 +212,28 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 			rc.MaxAppendEntries = 256
 		},
 	}, machine)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	// A cluster the Raft state knows is multi-node needs an authenticated
-	// Raft port too (say a node restarted without its secret). Only known
-	// once the state is open; nothing has been served yet.
-	if fut := node.Raft.GetConfiguration(); fut.Error() == nil {
-		if err := c.security.checkRaftPeers(nil, 0, len(fut.Configuration().Servers)); err != nil {
-			ln.Close()
-			node.Shutdown()
+}
+
+// checkOpened refuses a node whose Raft state says it is one of several
+// members when its Raft port is not authenticated (say a node restarted
+// without its secret; only known once the state is open, before anything
+// is served), and installs a pending restored snapshot.
+func checkOpened(c *serveConfig, node *cluster.Node, pending string, restoring bool, log *slog.Logger) error {
+	if members, err := node.Members(); err == nil {
+		if err := c.security.checkRaftPeers(nil, 0, len(members)); err != nil {
 			return err
 		}
 	}
 	if restoring {
-		if err := restorePending(node, pending, log); err != nil {
-			ln.Close()
-			node.Shutdown()
-			return err
-		}
+		return restorePending(node, pending, log)
 	}
+	return nil
+}
 
-	defer mtr.WatchNode(node, c.dataDir)()
+// serveAPI builds the Placement API over node, the cluster front before
+// it and the HTTP server of both (not serving yet).
+func serveAPI(c *serveConfig, node *cluster.Node, authz httpapi.Authorizer, mtr *metrics.Metrics, ls *listeners, log *slog.Logger) (*front.Handler, *http.Server) {
+	cf := &c.cluster
 	apiCfg := httpapi.Config{
 		IncompleteConsumerProjectID: c.incompleteProject,
 		IncompleteConsumerUserID:    c.incompleteUser,
@@ -160,92 +252,61 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 	c.httpLimits.apiLimits(&apiCfg)
 	api := httpapi.New(mtr.Backend(node), apiCfg)
-	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
-	frontCtx, stopFront := context.WithCancel(context.Background())
-	defer stopFront()
-	go front.Run(frontCtx)
-	var handler http.Handler = withProbes(front, mtr)
-	if sec.apiTLS != nil {
+	fr := front.New(node, api, front.Options{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
+	var handler http.Handler = withProbes(fr, mtr)
+	if c.security.apiTLS != nil {
 		handler = markTLS(handler)
 	}
-	srv := limits.Server(handler)
-	log.Info("placementd serving", "node", id, "http", ln.Addr().String(), "http_advertise", httpAdv,
-		"raft", node.RaftAddr(), "data_dir", c.dataDir, "api_tls", sec.apiTLS != nil, "raft_tls", sec.raftTLS != nil,
-		"region", cf.region, "zone", cf.zone, "raft_heartbeat", timing.Heartbeat, "raft_election", timing.Election,
-		"raft_leader_lease", timing.LeaderLease, "raft_commit", timing.Commit,
-		"max_connections", limits.MaxConns, "max_connections_per_ip", limits.MaxConnsPerIP,
-		"read_timeout", limits.ReadTimeout, "write_timeout", limits.WriteTimeout, "idle_timeout", limits.IdleTimeout)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	if metricsLn != nil {
-		msrv := limits.Server(metricsHandler(mtr))
-		go msrv.Serve(httpguard.Listen(metricsLn, limits, nil, nil))
-		defer msrv.Close()
-		log.Info("serving /metrics", "metrics", metricsLn.Addr().String())
-	}
+	return fr, ls.limits.Server(handler)
+}
 
-	// Join, or announce this node again (its address may have changed, or
-	// it left on its last shutdown). The only member of its own cluster
-	// has nobody to announce itself to.
-	joinCtx, stopJoin := context.WithCancel(context.Background())
-	defer stopJoin()
+// joinInBackground joins the cluster, or announces this node again (its
+// address may have changed, or it left on its last shutdown), until ctx
+// ends. The only member of its own cluster has nobody to announce itself
+// to. With --bootstrap-expect, a fresh node that --join lists forms the
+// cluster with the others listed first, then announces its address like
+// any member.
+func joinInBackground(ctx context.Context, c *serveConfig, node *cluster.Node, joins []string, httpAdv string, log *slog.Logger) {
+	cf := &c.cluster
 	targets := append(append(joins, node.PeerHTTPAddrs()...), readPeers(c.dataDir)...)
-	// With --bootstrap-expect, a fresh node that --join lists forms the
-	// cluster with the others listed first, then announces its address
-	// like any member.
 	bootstrap := cf.bootstrapExpect > 0 && !node.HasState() && slices.Contains(joins, httpAdv)
-	if cf.secret != "" && len(targets) > 0 && !(len(joins) == 0 && node.Alone()) {
-		go func() {
-			if bootstrap {
-				if err := node.BootstrapExpected(joinCtx, dedupe(joins), cf.secret); err != nil {
-					if joinCtx.Err() == nil {
-						log.Error("forming the cluster failed", "error", err)
-					}
-					return
-				}
-			}
-			if err := node.JoinCluster(joinCtx, dedupe(targets), cf.secret, cf.nonVoter); err != nil {
-				if joinCtx.Err() == nil {
-					log.Error("joining the cluster failed", "error", err)
+	if cf.secret == "" || len(targets) == 0 || (len(joins) == 0 && node.Alone()) {
+		return
+	}
+	go func() {
+		if bootstrap {
+			if err := front.BootstrapExpected(ctx, node, dedupe(joins), cf.secret); err != nil {
+				if ctx.Err() == nil {
+					log.Error("forming the cluster failed", "error", err)
 				}
 				return
 			}
-			log.Info("joined the cluster", "node", id)
-			writePeers(c.dataDir, node)
-		}()
-	}
-
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	select {
-	case err = <-errc:
-	case sig := <-sigs:
-		log.Info("shutting down", "signal", sig.String())
-		stopFront()
-		err = gracefulStop(node, front, srv, cf, log)
-	}
-	stopJoin()
-	writePeers(c.dataDir, node)
-	if serr := node.Shutdown(); err == nil || errors.Is(err, http.ErrServerClosed) {
-		err = serr
-	}
-	return err
+		}
+		if err := front.JoinCluster(ctx, node, dedupe(targets), cf.secret, cf.nonVoter); err != nil {
+			if ctx.Err() == nil {
+				log.Error("joining the cluster failed", "error", err)
+			}
+			return
+		}
+		log.Info("joined the cluster", "node", node.ID())
+		writePeers(c.dataDir, node)
+	}()
 }
 
-func gracefulStop(node *cluster.Node, front *cluster.Handler, srv *http.Server, cf *clusterFlags, log *slog.Logger) error {
+func gracefulStop(node *cluster.Node, fr *front.Handler, srv *http.Server, cf *clusterFlags, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cf.shutdownTimeout)
 	defer cancel()
 	// Load balancers polling /readyz stop sending traffic. Writes already
 	// proposed finish while this node still leads; new ones wait for the
 	// next leader and are forwarded to it, so none ends with an unknown
 	// outcome because of the hand-over.
-	front.SetDraining(true)
+	fr.SetDraining(true)
 	if err := node.StopWrites(ctx); err != nil {
 		log.Warn("waiting for proposed writes", "error", err)
 	}
 	left := false
 	if cf.leaveOnShutdown && cf.secret != "" {
-		if lerr := node.Leave(ctx, cf.secret); lerr != nil {
+		if lerr := front.Leave(ctx, node, cf.secret); lerr != nil {
 			log.Warn("leaving the cluster failed; staying a member", "error", lerr)
 		} else {
 			left = true

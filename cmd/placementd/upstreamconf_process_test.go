@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/placementd/placementd/internal/testcluster"
 )
 
 // The placement.conf tests run the real binary with --config-file and

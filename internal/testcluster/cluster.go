@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 )
 
@@ -71,7 +72,7 @@ type Node struct {
 }
 
 // Client is the operator API client of the node.
-func (n *Node) Client() *cluster.Client { return &cluster.Client{Addr: n.Addr, Secret: Secret} }
+func (n *Node) Client() *front.Client { return &front.Client{Addr: n.Addr, Secret: Secret} }
 
 // LogBuffer collects a node's log lines.
 type LogBuffer struct {
@@ -169,14 +170,14 @@ func (c *Cluster) StartWith(id string, cfg cluster.Config) *Node {
 	}
 	logs := &LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	front := node.Handler(c.api(node, logger), cluster.HandlerOptions{Secret: Secret, LeaderWait: 5 * time.Second,
+	fr := front.New(node, c.api(node, logger), front.Options{Secret: Secret, LeaderWait: 5 * time.Second,
 		MaxApplyLag: c.MaxApplyLag, Logger: logger, LeaderRegions: c.LeaderRegions})
-	srv := httptest.NewUnstartedServer(front)
+	srv := httptest.NewUnstartedServer(fr)
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
 	ctx, stopFront := context.WithCancel(context.Background())
-	go front.Run(ctx)
+	go fr.Run(ctx)
 	n := &Node{ID: id, Node: node, Trans: trans, Srv: srv, Addr: ln.Addr().String(), URL: srv.URL,
 		Logs: logs, cfg: cfg, stopFront: stopFront}
 	c.mu.Lock()
@@ -267,7 +268,7 @@ func (c *Cluster) Join(n, via *Node, nonVoter bool) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), JoinTimeout)
 	defer cancel()
-	if err := n.Node.JoinCluster(ctx, []string{via.Addr}, Secret, nonVoter); err != nil {
+	if err := front.JoinCluster(ctx, n.Node, []string{via.Addr}, Secret, nonVoter); err != nil {
 		c.t.Fatalf("join %s via %s: %v", n.ID, via.ID, err)
 	}
 	WaitFor(c.t, JoinTimeout, n.ID+" knows the leader's address after joining", func() error {
@@ -321,7 +322,7 @@ func (c *Cluster) agreed() (string, error) {
 	seen := map[string]bool{}
 	var each []string
 	for _, n := range c.Running() {
-		d, idx := n.Node.FSM.Digest()
+		d, idx := n.Node.Digest()
 		key := fmt.Sprintf("%s@%d", d, idx)
 		if members, err := n.Node.Members(); err != nil {
 			key = err.Error()

@@ -18,7 +18,7 @@
 //     the same verbs: StartProcs, Leader, Followers, Healthy, Converged,
 //     Kill, Stop, Restart; Proc is one process (start, kill, stop, pause,
 //     resume, wipe, its log), Procs the same waits with a context for code
-//     that cannot fail a test (cluster/faults, benchmark commands), Binary
+//     that cannot fail a test (internal/faults, benchmark commands), Binary
 //     and Build build cmd/placementd, LabNode runs a node in a WAN lab host.
 //   - Do: a Placement request as admin, with the answer read.
 //   - Keystone: a stand-in for Keystone's token API (tokens it knows,
@@ -27,7 +27,8 @@
 //
 // It is imported by tests, the fault-injection harness and benchmark
 // commands, never by the server's packages (internal/layering checks
-// both). It may import cluster, fsm and internal/wanlab, and must not
+// both). It may import cluster, cluster/front, fsm and internal/wanlab,
+// and must not
 // depend on httpapi, directly or not (httpapi's own tests use it: the
 // caller hands Cluster its API); tests inside package cluster (internal
 // tests) cannot use it (import cycle).

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 )
 
@@ -92,9 +93,9 @@ var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // Front serves api behind node's cluster front (operator API included) on
 // loopback HTTP until the test ends; opts.Logger defaults to Quiet.
-func Front(t testing.TB, node *cluster.Node, api http.Handler, opts cluster.HandlerOptions) *httptest.Server {
+func Front(t testing.TB, node *cluster.Node, api http.Handler, opts front.Options) *httptest.Server {
 	if opts.Logger == nil {
 		opts.Logger = Quiet
 	}
-	return Serve(t, node.Handler(api, opts))
+	return Serve(t, front.New(node, api, opts))
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/internal/wanlab"
 )
 
@@ -197,12 +197,12 @@ func must[T any](c *ProcCluster, wait func(context.Context) (T, error)) T {
 
 // Status waits until a running node that knows the leader answers the
 // cluster status, and returns it.
-func (c *ProcCluster) Status() cluster.ClusterStatus { c.t.Helper(); return must(c, c.Nodes.Status) }
+func (c *ProcCluster) Status() front.ClusterStatus { c.t.Helper(); return must(c, c.Nodes.Status) }
 
 // Healthy waits until the cluster reports want healthy members.
-func (c *ProcCluster) Healthy(want int) cluster.ClusterStatus {
+func (c *ProcCluster) Healthy(want int) front.ClusterStatus {
 	c.t.Helper()
-	return must(c, func(ctx context.Context) (cluster.ClusterStatus, error) { return c.Nodes.WaitHealthy(ctx, want) })
+	return must(c, func(ctx context.Context) (front.ClusterStatus, error) { return c.Nodes.WaitHealthy(ctx, want) })
 }
 
 // Leader waits until the running nodes name a leader among them.

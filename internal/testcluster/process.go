@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 )
 
 // Build compiles cmd/placementd (statically, with the given build tags)
@@ -238,8 +238,8 @@ func (n *Proc) LastExit() error {
 }
 
 // Client is the operator API client of the node.
-func (n *Proc) Client() *cluster.Client {
-	return &cluster.Client{Addr: n.HTTPAddr, Secret: n.Secret, HTTP: n.HTTP}
+func (n *Proc) Client() *front.Client {
+	return &front.Client{Addr: n.HTTPAddr, Secret: n.Secret, HTTP: n.HTTP}
 }
 
 // LogTail returns the last max bytes of the node's log.
@@ -259,8 +259,8 @@ type Procs []*Proc
 
 // Status asks the running nodes, in turn, for the cluster status until
 // one that knows a leader answers.
-func (ps Procs) Status(ctx context.Context) (cluster.ClusterStatus, error) {
-	var st cluster.ClusterStatus
+func (ps Procs) Status(ctx context.Context) (front.ClusterStatus, error) {
+	var st front.ClusterStatus
 	err := Poll(ctx, func() error {
 		last := errors.New("no node running")
 		for _, n := range ps {
@@ -282,14 +282,14 @@ func (ps Procs) Status(ctx context.Context) (cluster.ClusterStatus, error) {
 		return last
 	})
 	if err != nil {
-		return cluster.ClusterStatus{}, fmt.Errorf("no leader: %v", err)
+		return front.ClusterStatus{}, fmt.Errorf("no leader: %v", err)
 	}
 	return st, nil
 }
 
 // WaitHealthy waits until the cluster reports want healthy members.
-func (ps Procs) WaitHealthy(ctx context.Context, want int) (cluster.ClusterStatus, error) {
-	var last cluster.ClusterStatus
+func (ps Procs) WaitHealthy(ctx context.Context, want int) (front.ClusterStatus, error) {
+	var last front.ClusterStatus
 	err := Poll(ctx, func() error {
 		st, err := ps.Status(ctx)
 		if err != nil {
@@ -311,7 +311,7 @@ func (ps Procs) WaitHealthy(ctx context.Context, want int) (cluster.ClusterStatu
 	return last, nil
 }
 
-func summarize(st cluster.ClusterStatus) string {
+func summarize(st front.ClusterStatus) string {
 	var parts []string
 	for _, m := range st.Members {
 		s := fmt.Sprintf("%s healthy=%v", m.ID, m.Healthy)

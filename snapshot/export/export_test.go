@@ -4,16 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/snapshot"
 	"github.com/placementd/placementd/snapshot/export"
 )
@@ -24,14 +25,14 @@ const secret = "s3cret"
 // (operator API included) on loopback HTTP.
 type node struct {
 	n      *cluster.Node
-	client *cluster.Client
+	client *front.Client
 }
 
 func startNode(t *testing.T) *node {
 	t.Helper()
 	n := testcluster.OpenNode(t, cluster.Config{}, nil)
-	srv := testcluster.Front(t, n, httpapi.New(n, httpapi.Config{Logger: testcluster.Quiet}), cluster.HandlerOptions{Secret: secret})
-	return &node{n: n, client: &cluster.Client{Addr: srv.URL, Secret: secret}}
+	srv := testcluster.Front(t, n, httpapi.New(n, httpapi.Config{Logger: testcluster.Quiet}), front.Options{Secret: secret})
+	return &node{n: n, client: &front.Client{Addr: srv.URL, Secret: secret}}
 }
 
 func (nd *node) apply(t *testing.T, cmds ...state.Command) {
@@ -175,7 +176,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	// The imported cluster refuses a second import, and a forced one
 	// replaces its state.
 	_, err = dst.client.Import(context.Background(), chunks[0])
-	var se *cluster.StatusError
+	var se *front.StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusConflict {
 		t.Fatalf("second import: %v, want 409", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/placementd/placementd/internal/testcluster"
 	"net"
 	"net/http"
 	"os"
@@ -17,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/snapshot"
 	"github.com/placementd/placementd/snapshot/export"
 	"github.com/placementd/placementd/snapshot/upstream"
@@ -441,7 +441,7 @@ func TestMigrationFromUpstreamPlacement(t *testing.T) {
 func clusterDigest(t *testing.T, ctx context.Context, addr string) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := (&cluster.Client{Addr: addr, Secret: secret}).Snapshot(ctx, &buf); err != nil {
+	if err := (&front.Client{Addr: addr, Secret: secret}).Snapshot(ctx, &buf); err != nil {
 		t.Fatal(err)
 	}
 	img, err := fsm.ReadSnapshot(&buf)

@@ -3,7 +3,6 @@ package upstream_test
 import (
 	"context"
 	"errors"
-	"github.com/placementd/placementd/internal/testcluster"
 	"net/http"
 	"reflect"
 	"strings"
@@ -11,8 +10,11 @@ import (
 	"testing"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/backend"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
+	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/snapshot/export"
 	"github.com/placementd/placementd/snapshot/upstream"
 )
@@ -31,13 +33,13 @@ func startMem(t *testing.T) *memNode {
 	t.Helper()
 	n := testcluster.OpenNode(t, cluster.Config{}, nil)
 	m := &memNode{n: n}
-	front := n.Handler(httpapi.New(n, httpapi.Config{Logger: testcluster.Quiet}),
-		cluster.HandlerOptions{Secret: secret, Logger: testcluster.Quiet})
+	fr := front.New(n, httpapi.New(n, httpapi.Config{Logger: testcluster.Quiet}),
+		front.Options{Secret: secret, Logger: testcluster.Quiet})
 	m.url = testcluster.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h := m.hook.Load(); h != nil {
 			(*h)(r)
 		}
-		front.ServeHTTP(w, r)
+		fr.ServeHTTP(w, r)
 	})).URL
 	return m
 }
@@ -49,6 +51,16 @@ func (m *memNode) apply(t *testing.T, cmds ...state.Command) {
 			t.Errorf("%s: %v", c.Kind(), err)
 		}
 	}
+}
+
+// state is the node's state as it is.
+func (m *memNode) state(t *testing.T) *state.Store {
+	t.Helper()
+	st, err := m.n.Read(context.Background(), backend.ReadOptions{Level: backend.Stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 func (m *memNode) endpoint() *upstream.Endpoint {
@@ -99,8 +111,7 @@ func TestReadMatchesTheExport(t *testing.T) {
 	if len(lines) == 0 {
 		t.Error("no progress reported")
 	}
-	var img *state.Image
-	src.n.FSM.Read(func(s *state.Store) { img = s.Image() })
+	img := src.state(t).Image()
 	if diffs := export.Compare(doc, export.FromImage(img)); len(diffs) > 0 {
 		t.Fatalf("the API read differs from the state:\n%s", strings.Join(diffs, "\n"))
 	}
@@ -124,7 +135,7 @@ func TestCompareAfterImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &cluster.Client{Addr: dst.url, Secret: secret}
+	client := &front.Client{Addr: dst.url, Secret: secret}
 	for _, c := range chunks {
 		if _, err := client.Import(ctx, c); err != nil {
 			t.Fatal(err)
@@ -168,8 +179,7 @@ func TestReadRetriesAndDetectsChanges(t *testing.T) {
 			if bumps.Add(1)%2 == 0 {
 				traits = nil
 			}
-			var gen int64
-			src.n.FSM.Read(func(s *state.Store) { gen = s.Providers.Get(rpA).Generation })
+			gen := src.state(t).Providers.Get(rpA).Generation
 			src.apply(t, &state.SetProviderTraits{Provider: rpA, Generation: gen, Traits: traits})
 		}
 	}

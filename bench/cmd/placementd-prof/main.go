@@ -7,7 +7,7 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
-	_ "net/http/pprof" // the profiling endpoints on the default mux
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/httpapi"
 )
@@ -64,9 +65,9 @@ func main() {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	api := httpapi.New(node, httpapi.Config{Logger: quiet, RandomizeAllocationCandidates: *randomize,
 		MaxAllocationCandidates: *maxCands})
-	front := node.Handler(api, cluster.HandlerOptions{Logger: quiet})
+	fr := front.New(node, api, front.Options{Logger: quiet})
 	go func() { log.Fatal(http.ListenAndServe(*pprofAddr, nil)) }()
-	srv := &http.Server{Addr: *httpAddr, Handler: front}
+	srv := &http.Server{Addr: *httpAddr, Handler: fr}
 	go func() { log.Fatal(srv.ListenAndServe()) }()
 	log.Printf("serving on %s, pprof on %s, data in %s", *httpAddr, *pprofAddr, *dataDir)
 	sig := make(chan os.Signal, 1)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/internal/testcluster"
 	"github.com/placementd/placementd/internal/wanlab"
 )
@@ -285,7 +285,7 @@ func (b *bench) start(ctx context.Context, bin, dir string) error {
 	return nil
 }
 
-func (b *bench) waitHealthy(ctx context.Context, n int) (cluster.ClusterStatus, error) {
+func (b *bench) waitHealthy(ctx context.Context, n int) (front.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return b.nodes[:n].WaitHealthy(ctx, n)
@@ -346,7 +346,7 @@ func (b *bench) row(ctx context.Context, spec rttSpec) (r row) {
 		}
 	}
 	read := "/resource_providers/" + b.rpUUID
-	stale := http.Header{cluster.StaleReadHeader: {"true"}}
+	stale := http.Header{front.StaleReadHeader: {"true"}}
 	for _, f := range []struct {
 		dst         *time.Duration
 		addr, write string
@@ -752,7 +752,7 @@ func raftEvents(log string, since time.Time) (candidate, leader time.Time) {
 // and every member follows it: a node cut off with the old leader can
 // name it for a while after it stepped down, and a cut begun then would
 // not cut the leader off.
-func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Duration) (cluster.ClusterStatus, error) {
+func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Duration) (front.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	for {
@@ -770,7 +770,7 @@ func (b *bench) waitLeaderIn(ctx context.Context, region string, limit time.Dura
 
 // leadsIn reports whether the leader of st is in region, in the leader
 // state, and followed by every member.
-func leadsIn(st cluster.ClusterStatus, region string) bool {
+func leadsIn(st front.ClusterStatus, region string) bool {
 	in := false
 	for _, m := range st.Members {
 		if !m.Healthy {

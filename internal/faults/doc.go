@@ -4,7 +4,7 @@
 // while nemeses kill, pause, partition, wipe and restart nodes and move
 // leadership, records every operation's invocation and completion (ok,
 // refused, or unknown), and checks the history: linearizability with
-// porcupine over the model in cluster/faults/model, and invariants once
+// porcupine over the model in internal/faults/model, and invariants once
 // the faults are healed (acknowledged writes present, capacity never
 // exceeded, identical state on every node, unknown writes applied whole
 // or not at all, no node exiting by itself).
@@ -14,7 +14,7 @@
 // (make fault-soak); loadsoak.go is the load soak (make soak).
 //
 // It drives real processes (internal/testcluster's Proc) over HTTP, and
-// imports cluster only for the read-level header names it sends; it must
+// imports cluster/front only for the read-level header names it sends; it must
 // not import fsm or httpapi itself (it depends on fsm only through
 // internal/testcluster, whose in-process half it does not use), and
 // nothing but tests and benchmarks may import it.

@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"encoding/hex"

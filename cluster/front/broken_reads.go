@@ -1,9 +1,9 @@
 //go:build !faults_broken_reads
 
-package cluster
+package front
 
 // brokenLocalReads is false in every real build. The fault harness
-// (cluster/faults) builds placementd with -tags faults_broken_reads to
+// (internal/faults) builds placementd with -tags faults_broken_reads to
 // prove that its checker catches a node answering reads from its own,
 // possibly stale, state without the read barrier.
 const brokenLocalReads = false

@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"time"
+
+	"github.com/placementd/placementd/cluster"
 )
 
 // Run does the cluster front's background work until ctx ends: it keeps
 // connections to the other voters' APIs open, and with LeaderRegions it
-// keeps the leader in the preferred regions (topology.go).
+// keeps the leader in the preferred regions (leaderregions.go).
 func (h *Handler) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -93,7 +95,7 @@ func (c *countedConn) Close() error {
 // node learns of it, unless a connection to it is open (a voter's).
 func (h *Handler) keepLeaderConnWarm(ctx context.Context) {
 	for {
-		changed := h.node.leaderChanges() // before the check: no change is missed
+		changed := h.node.LeaderChanges() // before the check: no change is missed
 		if id, addr := h.node.Leader(); id != "" && id != h.node.ID() && addr != "" && !h.conns.warm(addr) {
 			h.touch(ctx, addr)
 		}
@@ -136,7 +138,7 @@ func (h *Handler) keepVoterConnsWarm(ctx context.Context) {
 				continue
 			}
 			wg.Add(1)
-			go func(m Member) {
+			go func(m cluster.Member) {
 				defer wg.Done()
 				rtt, err := h.touch(ctx, m.HTTPAddr)
 				mu.Lock()
@@ -168,7 +170,7 @@ func (h *Handler) touch(ctx context.Context, addr string) (time.Duration, error)
 	defer cancel()
 	reused := false
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) { reused = c.Reused }})
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.node.peerURL(addr, "/_cluster/health"), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.node.PeerURL(addr, "/_cluster/health"), nil)
 	if err != nil {
 		return 0, err
 	}

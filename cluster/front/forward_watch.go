@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"context"
@@ -21,14 +21,14 @@ var (
 func (h *Handler) leaderGone(ctx context.Context, id string) error {
 	hb := h.node.Timing().Heartbeat
 	for {
-		changed := h.node.leaderChanges() // before the check: no change is missed
+		changed := h.node.LeaderChanges() // before the check: no change is missed
 		now, _ := h.node.Leader()
 		var again <-chan time.Time
 		if now == "" {
 			// Raft drops the leader when it campaigns (a heartbeat
 			// timeout of silence) or hears of a newer term; the silence
 			// tells the two apart.
-			silent := time.Since(h.node.Raft.LastContact())
+			silent := time.Since(h.node.LastContact())
 			if silent >= hb {
 				return errLeaderLost
 			}

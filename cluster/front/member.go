@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"context"
@@ -38,7 +38,7 @@ import (
 
 const (
 	// memberHeader carries a member token: "v1.UNIX_SECONDS.HEX_HMAC".
-	memberHeader = "X-Placementd-Member"
+	memberHeader = "X-Placementd-cluster.Member"
 	// memberTokenWindow bounds the age (and clock skew) of a token.
 	memberTokenWindow = 2 * time.Minute
 )

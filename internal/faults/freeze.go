@@ -12,8 +12,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/cluster/faults/model"
+	"github.com/placementd/placementd/cluster/front"
+	"github.com/placementd/placementd/internal/faults/model"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 
@@ -274,7 +274,7 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 				return
 			}
 			defer resp.Body.Close()
-			a.code, a.servedBy = resp.StatusCode, resp.Header.Get(cluster.ServedByHeader)
+			a.code, a.servedBy = resp.StatusCode, resp.Header.Get(front.ServedByHeader)
 			a.body, a.err = io.ReadAll(resp.Body)
 			a.ret = w.h.now()
 		}(&answers[k])
@@ -306,7 +306,7 @@ func (c *testCluster) freezeTrial(ctx context.Context, cfg FreezeConfig, w *work
 			continue
 		case a.servedBy == "":
 			// Only callers with the cluster secret are told.
-			w.h.anomaly("read of %s at frozen leader %s: no %s in the answer", consumer, old.ID, cluster.ServedByHeader)
+			w.h.anomaly("read of %s at frozen leader %s: no %s in the answer", consumer, old.ID, front.ServedByHeader)
 			continue
 		case a.servedBy == old.ID:
 			rep.ServedByOld++

@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/cluster"
 )
 
 // Forming a cluster of several voters at once (serve --bootstrap-expect),
@@ -21,43 +23,35 @@ import (
 // that finds any of them with state joins instead, so a node that lost
 // its data dir never starts a second cluster beside the first.
 
-// HasState reports whether this node has any Raft state: a log entry, a
-// snapshot or a term (a fresh data dir has none).
-func (n *Node) HasState() bool {
-	return n.Raft.LastIndex() > 0 || n.Raft.CurrentTerm() > 0
-}
-
 // BootstrapExpected bootstraps a new cluster of the nodes whose API
-// addresses are targets (this node among them: its own API address is
+// addresses are targets (node n among them: its own API address is
 // listed) once every one of them answers that it has no Raft state. It
 // returns nil as soon as this node has state (it bootstrapped, or another
 // node made it a member), or when a listed node has state (a cluster
 // exists: the caller joins it). It retries unreachable nodes until ctx
 // ends.
-func (n *Node) BootstrapExpected(ctx context.Context, targets []string, secret string) error {
+func BootstrapExpected(ctx context.Context, n *cluster.Node, targets []string, secret string) error {
 	self := false
 	for _, t := range targets {
-		self = self || t == n.cfg.HTTPAddr
+		self = self || t == n.HTTPAddr()
 	}
 	if !self {
-		return fmt.Errorf("bootstrap: this node's API address %s is not among %v", n.cfg.HTTPAddr, targets)
+		return fmt.Errorf("bootstrap: this node's API address %s is not among %v", n.HTTPAddr(), targets)
 	}
-	hc := apiClient(n.cfg.APITLS)
+	hc := apiClient(n.APITLS())
 	defer hc.CloseIdleConnections()
 	for {
 		if n.HasState() {
 			return nil
 		}
-		servers, exists, err := n.surveyFresh(ctx, hc, targets, secret)
+		servers, exists, err := surveyFresh(ctx, n, hc, targets, secret)
 		switch {
 		case exists:
 			return nil
 		case err == nil:
-			f := n.Raft.BootstrapCluster(raft.Configuration{Servers: servers})
-			if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			if err := n.BootstrapVoters(servers); err != nil {
 				return fmt.Errorf("bootstrap: %w", err)
 			}
-			n.cfg.Logger.Info("bootstrapped a new cluster", "voters", len(servers))
 			return nil
 		}
 		var se *StatusError
@@ -78,16 +72,16 @@ var errSameNode = errors.New("an address is listed twice")
 // surveyFresh asks every target for its report. exists: one of them has
 // Raft state. Otherwise servers is the configuration of them all, sorted
 // by id, or err says which one did not answer.
-func (n *Node) surveyFresh(ctx context.Context, hc *http.Client, targets []string, secret string) (servers []raft.Server, exists bool, err error) {
+func surveyFresh(ctx context.Context, n *cluster.Node, hc *http.Client, targets []string, secret string) (servers []raft.Server, exists bool, err error) {
 	byID := map[raft.ServerID]raft.Server{}
 	for _, t := range targets {
-		if t == n.cfg.HTTPAddr {
-			byID[raft.ServerID(n.cfg.NodeID)] = raft.Server{ID: raft.ServerID(n.cfg.NodeID), Address: raft.ServerAddress(n.RaftAddr()), Suffrage: raft.Voter}
+		if t == n.HTTPAddr() {
+			byID[raft.ServerID(n.ID())] = raft.Server{ID: raft.ServerID(n.ID()), Address: raft.ServerAddress(n.RaftAddr()), Suffrage: raft.Voter}
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var st NodeStatus
-		e := (&Client{Addr: t, Secret: secret, TLS: n.cfg.APITLS, HTTP: hc}).do(cctx, http.MethodGet, "/_cluster/self?digest=false", nil, &st)
+		var st cluster.NodeStatus
+		e := (&Client{Addr: t, Secret: secret, TLS: n.APITLS(), HTTP: hc}).do(cctx, http.MethodGet, "/_cluster/self?digest=false", nil, &st)
 		cancel()
 		switch {
 		case e != nil:

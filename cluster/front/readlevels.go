@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"context"
@@ -13,9 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
-
-	"github.com/placementd/placementd/fsm/state"
+	"github.com/placementd/placementd/cluster/backend"
 )
 
 // Read levels, weakest last (docs/cluster.md "Read levels"):
@@ -27,7 +25,7 @@ import (
 //	              fails it forwards the whole request, as before.
 //	bounded       X-Placementd-Max-Staleness: DURATION. Any node answers
 //	              from its own state when its newest confirmation
-//	              (readindex.go) is at most DURATION old; otherwise the
+//	              (cluster/readindex.go) is at most DURATION old; otherwise the
 //	              read is served as a linearizable one, or refused with
 //	              503 when X-Placementd-Max-Staleness-Strict: true.
 //	stale         X-Placementd-Stale-Read: true. The node's state as it
@@ -53,15 +51,18 @@ const (
 	KnownLeaderHeader = "X-Placementd-Known-Leader"
 )
 
-const (
-	levelLinearizable = "linearizable"
-	levelBounded      = "bounded"
-	levelStale        = "stale"
-)
+// ReadServer is implemented by an API that serves a read with the
+// options the front chose for it (httpapi.Server): the level it meets,
+// whether the front made the state fresh enough already, and where the
+// index of the state it was served from goes (the answer's
+// AppliedIndexHeader). The API passes them to the node's Read.
+type ReadServer interface {
+	ServeRead(w http.ResponseWriter, r *http.Request, opts backend.ReadOptions)
+}
 
 // readLevel is what a read asked for.
 type readLevel struct {
-	name   string
+	level  backend.Level
 	bound  time.Duration // bounded: the largest age accepted
 	strict bool          // bounded: refuse rather than go to the leader
 }
@@ -69,11 +70,11 @@ type readLevel struct {
 // readLevelOf parses a read's level headers; the stale header wins.
 func readLevelOf(r *http.Request) (readLevel, error) {
 	if strings.EqualFold(r.Header.Get(StaleReadHeader), "true") {
-		return readLevel{name: levelStale}, nil
+		return readLevel{level: backend.Stale}, nil
 	}
 	v := r.Header.Get(MaxStalenessHeader)
 	if v == "" {
-		return readLevel{name: levelLinearizable}, nil
+		return readLevel{level: backend.Linearizable}, nil
 	}
 	bound, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil || bound <= 0 {
@@ -85,7 +86,7 @@ func readLevelOf(r *http.Request) (readLevel, error) {
 			return readLevel{}, fmt.Errorf("%s must be true or false, not %q", MaxStalenessStrictHeader, s)
 		}
 	}
-	return readLevel{name: levelBounded, bound: bound, strict: strict}, nil
+	return readLevel{level: backend.Bounded, bound: bound, strict: strict}, nil
 }
 
 // read serves a GET or HEAD at the level it asks for.
@@ -96,16 +97,16 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if brokenLocalReads {
-		lv.name = levelStale
+		lv.level = backend.Stale
 	}
-	switch lv.name {
-	case levelStale:
-		h.serveLocal(w, r, h.api, levelStale, true)
+	switch lv.level {
+	case backend.Stale:
+		h.serveLocal(w, r, h.api, backend.ReadOptions{Level: backend.Stale})
 		return
-	case levelBounded:
+	case backend.Bounded:
 		h.confirmWithin(lv.bound)
-		if age, ok := h.node.sinceConfirmed(); ok && age <= lv.bound {
-			h.serveLocal(w, r, h.api, levelBounded, true)
+		if age, ok := h.node.SinceConfirmed(); ok && age <= lv.bound {
+			h.serveLocal(w, r, h.api, backend.ReadOptions{Level: backend.Bounded, MaxStaleness: lv.bound, Confirmed: true})
 			return
 		}
 		if lv.strict {
@@ -138,7 +139,7 @@ func (h *Handler) followerRead(w http.ResponseWriter, r *http.Request) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.LeaderWait)
 	defer cancel()
 	for {
-		changed := h.node.leaderChanges() // before the look: no change is missed
+		changed := h.node.LeaderChanges() // before the look: no change is missed
 		id, _ := h.node.Leader()
 		if id == h.node.ID() {
 			return false
@@ -150,9 +151,9 @@ func (h *Handler) followerRead(w http.ResponseWriter, r *http.Request) bool {
 			case <-ctx.Done():
 			}
 		} else {
-			_, err := h.followerReads.join(ctx)
+			err := h.followerReads.Join(ctx)
 			if err == nil {
-				h.serveLocal(w, r, h.api, levelLinearizable, true)
+				h.serveLocal(w, r, h.api, backend.ReadOptions{Confirmed: true})
 				return true
 			}
 			if errors.Is(err, errNoLeader) || errors.Is(err, errLeaderLost) || errors.Is(err, errNewLeader) {
@@ -163,56 +164,63 @@ func (h *Handler) followerRead(w http.ResponseWriter, r *http.Request) bool {
 			}
 		}
 		if r.Context().Err() == nil {
-			h.refuse(w, r, levelLinearizable, "No leader gave a read index in time; the cluster may be electing one.")
+			h.refuse(w, r, backend.Linearizable, "No leader gave a read index in time; the cluster may be electing one.")
 		}
 		return true
 	}
 }
 
 // serveLocal answers with this node's handler, the answer describing
-// itself (describe). fresh says that the state already meets the level,
-// so reads skip the read barrier.
-func (h *Handler) serveLocal(w http.ResponseWriter, r *http.Request, local http.Handler, level string, fresh bool) {
-	ctx, note := withStateNote(r.Context())
-	if fresh {
-		ctx = WithStaleRead(ctx)
-	}
+// itself (describe): a ReadServer serves it with opts, noting the index
+// of the state it reads; another handler (the operator API's) as a
+// linearizable request.
+func (h *Handler) serveLocal(w http.ResponseWriter, r *http.Request, local http.Handler, opts backend.ReadOptions) {
+	opts.Served = &backend.Served{}
 	iw := &infoWriter{ResponseWriter: w}
-	iw.before = func(status int) { h.describe(w.Header(), r, status, level, note) }
-	local.ServeHTTP(iw, r.WithContext(ctx))
+	iw.before = func(status int) { h.describe(w.Header(), r, status, opts.Level, opts.Served) }
+	if rs, ok := local.(ReadServer); ok {
+		rs.ServeRead(iw, r, opts)
+	} else {
+		local.ServeHTTP(iw, r)
+	}
 	if !iw.wrote {
 		iw.WriteHeader(http.StatusOK)
 	}
 }
 
-// describe sets the headers that say what an answer is.
-func (h *Handler) describe(hd http.Header, r *http.Request, status int, level string, note *stateNote) {
+// describe sets the headers that say what an answer is: served, when
+// set, holds the index of the state a read was served from.
+func (h *Handler) describe(hd http.Header, r *http.Request, status int, level backend.Level, served *backend.Served) {
 	if h.mayNameNodes(r) {
 		hd.Set(ServedByHeader, h.node.ID())
 	}
 	leader, _ := h.node.Leader()
 	hd.Set(KnownLeaderHeader, strconv.FormatBool(leader != ""))
 	isRead := r.Method == http.MethodGet || r.Method == http.MethodHead
-	note.mu.Lock()
-	index, read := note.index, note.read
-	note.mu.Unlock()
+	var index uint64
+	read := false
+	if served != nil {
+		index, read = served.Index()
+	}
 	if !read || !isRead {
 		// Nothing read, or a write: the state as the answer goes out.
-		h.node.FSM.Read(func(s *state.Store) { index = s.LastIndex })
+		if st, err := h.node.Read(r.Context(), backend.ReadOptions{Level: backend.Stale}); err == nil {
+			index = st.LastIndex
+		}
 	}
 	hd.Set(AppliedIndexHeader, strconv.FormatUint(index, 10))
 	if !isRead {
 		return
 	}
-	if level == levelLinearizable && status < 500 {
-		hd.Set(ReadLevelHeader, level)
+	if level == backend.Linearizable && status < 500 {
+		hd.Set(ReadLevelHeader, level.String())
 		hd.Set(LastContactHeader, "0")
 		return
 	}
 	if status < 500 {
-		hd.Set(ReadLevelHeader, level)
+		hd.Set(ReadLevelHeader, level.String())
 	}
-	if age, ok := h.node.sinceConfirmed(); ok {
+	if age, ok := h.node.SinceConfirmed(); ok {
 		hd.Set(LastContactHeader, strconv.FormatInt(age.Milliseconds(), 10))
 	}
 }
@@ -245,18 +253,17 @@ func (w *infoWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // refuseStale answers a strict bounded read that this node cannot serve.
 func (h *Handler) refuseStale(w http.ResponseWriter, r *http.Request, bound time.Duration) {
 	last := "has not been confirmed since the node started"
-	if age, ok := h.node.sinceConfirmed(); ok {
+	if age, ok := h.node.SinceConfirmed(); ok {
 		last = fmt.Sprintf("was last confirmed %d ms ago", age.Milliseconds())
 	}
-	h.refuse(w, r, levelBounded, fmt.Sprintf("This node's state %s with the leader, longer ago than the %s allowed by %s (strict). Retry, ask another node, or drop %s to let the read go to the leader.",
+	h.refuse(w, r, backend.Bounded, fmt.Sprintf("This node's state %s with the leader, longer ago than the %s allowed by %s (strict). Retry, ask another node, or drop %s to let the read go to the leader.",
 		last, bound, MaxStalenessHeader, MaxStalenessStrictHeader))
 }
 
 // refuse answers a read of level that this node cannot serve now: a 503
 // to retry, describing this node as its answers do.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, level, detail string) {
-	_, note := withStateNote(r.Context())
-	h.describe(w.Header(), r, http.StatusServiceUnavailable, level, note)
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, level backend.Level, detail string) {
+	h.describe(w.Header(), r, http.StatusServiceUnavailable, level, nil)
 	writeUnavailable(w, detail, true)
 }
 
@@ -291,7 +298,7 @@ func (h *Handler) confirmWithin(bound time.Duration) {
 	}
 	p.until = time.Now().Add(paceHold)
 	p.mu.Unlock()
-	if age, ok := h.node.sinceConfirmed(); !ok || age > every {
+	if age, ok := h.node.SinceConfirmed(); !ok || age > every {
 		select {
 		case p.poke <- struct{}{}:
 		default:
@@ -312,10 +319,9 @@ func (h *Handler) confirmPace() time.Duration {
 // keepConfirmed confirms this node's state at the pace asked for, until
 // the node stops.
 func (h *Handler) keepConfirmed(ctx context.Context) {
-	defer h.node.done.Done()
 	for ctx.Err() == nil {
 		every := h.confirmPace()
-		if age, ok := h.node.sinceConfirmed(); ok && age < every {
+		if age, ok := h.node.SinceConfirmed(); ok && age < every {
 			select {
 			case <-ctx.Done():
 			case <-time.After(every - age):
@@ -336,12 +342,11 @@ func (h *Handler) keepConfirmed(ctx context.Context) {
 // read index elsewhere.
 func (h *Handler) confirm(ctx context.Context) error {
 	if h.node.IsLeader() {
-		ctx, cancel := context.WithTimeout(ctx, h.node.cfg.ApplyTimeout)
+		ctx, cancel := context.WithTimeout(ctx, h.node.ApplyTimeout())
 		defer cancel()
 		return h.node.ReadBarrier(ctx)
 	}
-	_, err := h.followerReads.join(ctx)
-	return err
+	return h.followerReads.Join(ctx)
 }
 
 var (
@@ -371,26 +376,18 @@ func (h *Handler) readIndexRound() error {
 	if addr == "" || id == h.node.ID() || h.noReadIndex.has(addr) {
 		return errNoReadIndex
 	}
-	asked := sinceBoot()
-	leads, cancel := context.WithCancelCause(context.Background())
-	go func() { cancel(h.leaderGone(leads, id)) }()
-	fetch, stop := context.WithTimeout(leads, h.node.cfg.ApplyTimeout)
-	index, err := h.fetchReadIndex(fetch, addr, h.node.Raft.CurrentTerm())
-	stop()
-	cancel(nil)
-	if err != nil {
-		if gone := context.Cause(leads); gone == errLeaderLost || gone == errNewLeader {
-			return gone
+	return h.node.Confirm(func() (uint64, error) {
+		leads, cancel := context.WithCancelCause(context.Background())
+		go func() { cancel(h.leaderGone(leads, id)) }()
+		fetch, stop := context.WithTimeout(leads, h.node.ApplyTimeout())
+		index, err := h.fetchReadIndex(fetch, addr, h.node.Term())
+		stop()
+		cancel(nil)
+		if gone := context.Cause(leads); err != nil && (gone == errLeaderLost || gone == errNewLeader) {
+			return 0, gone
 		}
-		return err
-	}
-	ctx, stop := context.WithTimeout(context.Background(), h.node.Timing().Heartbeat/2)
-	defer stop()
-	if err := h.node.waitState(ctx, index); err != nil {
-		return err
-	}
-	h.node.noteConfirmed(asked)
-	return nil
+		return index, err
+	}, h.node.Timing().Heartbeat/2)
 }
 
 // readIndexPath is the leader's read index endpoint. Only members may ask
@@ -408,7 +405,7 @@ type readIndexAnswer struct {
 // and reads go to it whole.
 func (h *Handler) fetchReadIndex(ctx context.Context, addr string, term uint64) (uint64, error) {
 	q := url.Values{"id": {h.node.ID()}, "term": {strconv.FormatUint(term, 10)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.node.peerURL(addr, readIndexPath+"?"+q.Encode()), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.node.PeerURL(addr, readIndexPath+"?"+q.Encode()), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -438,10 +435,10 @@ func (h *Handler) fetchReadIndex(ctx context.Context, addr string, term uint64) 
 // leader: NODE asks, and was in TERM as it asked. A false claim only
 // changes the answer to the request that makes it.
 func (h *Handler) serveReadIndex(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), h.node.cfg.ApplyTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), h.node.ApplyTimeout())
 	defer cancel()
 	term, _ := strconv.ParseUint(r.URL.Query().Get("term"), 10, 64)
-	index, err := h.node.readIndex(ctx, raft.ServerID(r.URL.Query().Get("id")), term)
+	index, err := h.node.ReadIndex(ctx, r.URL.Query().Get("id"), term)
 	if err != nil {
 		writeUnavailable(w, "Cannot give a read index: "+err.Error(), true)
 		return

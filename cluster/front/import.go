@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/backend"
 	"github.com/placementd/placementd/fsm/state"
 )
 
@@ -22,12 +24,12 @@ const maxChunkBytes = 16 << 20
 
 func (h *Handler) importEndpoint(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
-		var c state.Contents
-		if err := h.node.Read(r.Context(), func(s *state.Store) { c = s.Contents() }); err != nil {
+		st, err := h.node.Read(r.Context(), backend.ReadOptions{})
+		if err != nil {
 			writeUnavailable(w, "Cannot read the state: "+err.Error(), true)
 			return
 		}
-		writeJSONBody(w, http.StatusOK, c)
+		writeJSONBody(w, http.StatusOK, st.Contents())
 		return
 	}
 	var chunk state.ImportChunk
@@ -46,7 +48,7 @@ func (h *Handler) importEndpoint(w http.ResponseWriter, r *http.Request) {
 		status := map[state.Kind]int{state.BadRequest: http.StatusBadRequest, state.NotFound: http.StatusNotFound,
 			state.Conflict: http.StatusConflict}[se.Kind]
 		writeErrorBody(w, status, se.Detail)
-	case errors.Is(err, ErrNotLeader):
+	case errors.Is(err, cluster.ErrNotLeader):
 		writeUnavailable(w, "Leadership changed; retry.", true)
 	default:
 		// ErrUnknownOutcome: the chunk may have been applied.

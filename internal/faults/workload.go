@@ -18,8 +18,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/placementd/placementd/cluster"
-	"github.com/placementd/placementd/cluster/faults/model"
+	"github.com/placementd/placementd/cluster/front"
+	"github.com/placementd/placementd/internal/faults/model"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 
@@ -150,7 +150,7 @@ func (w *workload) request(ctx context.Context, n *testcluster.Proc, method, pat
 
 // staleRead reads from node n's own state, without asking the leader.
 func (w *workload) staleRead(ctx context.Context, n *testcluster.Proc, path string) (int, []byte, error) {
-	code, raw, _, err := w.send(ctx, n, "GET", path, nil, cluster.StaleReadHeader, "true")
+	code, raw, _, err := w.send(ctx, n, "GET", path, nil, front.StaleReadHeader, "true")
 	return code, raw, err
 }
 
@@ -332,7 +332,7 @@ func (w *workload) runBounded(ctx context.Context, client int, n *testcluster.Pr
 	method, path, body := requestOf(in)
 	var headers []string
 	if bound > 0 {
-		headers = []string{cluster.MaxStalenessHeader, bound.String()}
+		headers = []string{front.MaxStalenessHeader, bound.String()}
 	}
 	call := w.h.now()
 	code, raw, hdr, err := w.send(ctx, n, method, path, body, headers...)
@@ -365,10 +365,10 @@ func (w *workload) runBounded(ctx context.Context, client int, n *testcluster.Pr
 		}
 		// Which level answered, and whether the node asked did.
 		where := "forwarded"
-		if hdr.Get(cluster.ServedByHeader) == n.ID {
+		if hdr.Get(front.ServedByHeader) == n.ID {
 			where = "local"
 		}
-		w.h.count(fmt.Sprintf("read %s %s", hdr.Get(cluster.ReadLevelHeader), where))
+		w.h.count(fmt.Sprintf("read %s %s", hdr.Get(front.ReadLevelHeader), where))
 	case !isRead && code == http.StatusNoContent:
 		out.Result = model.OK
 	case in.Kind == model.DeleteAllocations && code == http.StatusNotFound:

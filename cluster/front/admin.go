@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"context"
@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/cluster"
 )
 
 // The operator API, under /_cluster/ (a prefix Placement does not use).
@@ -31,39 +34,12 @@ import (
 //	GET  /_cluster/snapshot  a consistent placement snapshot (backup)
 //	GET|POST /_cluster/import  state contents | apply an import chunk (import.go)
 
-// NodeStatus is what a node reports about itself.
-type NodeStatus struct {
-	ID                string `json:"id"`
-	State             string `json:"state"`
-	Leader            string `json:"leader"`
-	Term              uint64 `json:"term"`
-	LastLogIndex      uint64 `json:"last_log_index"`
-	CommitIndex       uint64 `json:"commit_index"`
-	AppliedIndex      uint64 `json:"applied_index"`
-	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
-	// LastContactMS: milliseconds since a follower last heard from the
-	// leader (0 on the leader, -1 never).
-	LastContactMS int64  `json:"last_contact_ms"`
-	RaftAddr      string `json:"raft_addr"`
-	HTTPAddr      string `json:"http_addr"`
-	Region        string `json:"region,omitempty"`
-	Zone          string `json:"zone,omitempty"`
-	// TimingMS is the node's Raft timing in milliseconds (heartbeat,
-	// election, leader_lease, commit): members should agree.
-	TimingMS map[string]int64 `json:"timing_ms,omitempty"`
-	Ready    bool             `json:"ready"`
-	// Digest is the hash of the placement state as of StateIndex, the last
-	// placement command applied: nodes at the same StateIndex must agree.
-	Digest     string `json:"digest"`
-	StateIndex uint64 `json:"state_index"`
-}
-
 // MemberStatus is a member as the cluster status reports it.
 type MemberStatus struct {
-	Member
-	Healthy bool        `json:"healthy"`
-	Error   string      `json:"error,omitempty"`
-	Status  *NodeStatus `json:"status,omitempty"`
+	cluster.Member
+	Healthy bool                `json:"healthy"`
+	Error   string              `json:"error,omitempty"`
+	Status  *cluster.NodeStatus `json:"status,omitempty"`
 }
 
 // ClusterStatus answers GET /_cluster/status.
@@ -71,44 +47,9 @@ type ClusterStatus struct {
 	Leader  string         `json:"leader"`
 	Term    uint64         `json:"term"`
 	Members []MemberStatus `json:"members"`
-	// Warnings: regions whose loss would cost the quorum (QuorumWarnings),
+	// Warnings: regions whose loss would cost the quorum (cluster.QuorumWarnings),
 	// members whose Raft timing differs.
 	Warnings []string `json:"warnings,omitempty"`
-}
-
-// JoinRequest is the body of POST /_cluster/join.
-type JoinRequest struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft_addr"`
-	HTTPAddr string `json:"http_addr"`
-	NonVoter bool   `json:"non_voter"`
-	Region   string `json:"region,omitempty"`
-	Zone     string `json:"zone,omitempty"`
-}
-
-// Status reports this node.
-func (n *Node) Status(withDigest bool) NodeStatus {
-	st := NodeStatus{
-		ID: n.cfg.NodeID, State: n.Raft.State().String(), Term: n.Raft.CurrentTerm(),
-		LastLogIndex: n.Raft.LastIndex(), CommitIndex: n.Raft.CommitIndex(),
-		AppliedIndex: n.Raft.AppliedIndex(), RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr,
-		Region: n.cfg.Region, Zone: n.cfg.Zone, TimingMS: n.timing.millis(),
-	}
-	st.Leader, _ = n.Leader()
-	if v, err := strconv.ParseUint(n.Raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
-		st.LastSnapshotIndex = v
-	}
-	switch lc := n.Raft.LastContact(); {
-	case n.IsLeader():
-	case lc.IsZero():
-		st.LastContactMS = -1
-	default:
-		st.LastContactMS = time.Since(lc).Milliseconds()
-	}
-	if withDigest {
-		st.Digest, st.StateIndex = n.FSM.Digest()
-	}
-	return st
 }
 
 func (h *Handler) ready() bool {
@@ -122,8 +63,8 @@ func (h *Handler) ready() bool {
 // anonymousStatus is what /_cluster/health tells a caller without the
 // cluster secret: readiness, Raft state and indexes, nothing naming a
 // node (ids, addresses, regions) or its timing.
-func anonymousStatus(st NodeStatus) NodeStatus {
-	return NodeStatus{
+func anonymousStatus(st cluster.NodeStatus) cluster.NodeStatus {
+	return cluster.NodeStatus{
 		State: st.State, Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex,
 		AppliedIndex: st.AppliedIndex, LastSnapshotIndex: st.LastSnapshotIndex,
 		LastContactMS: st.LastContactMS, Ready: st.Ready,
@@ -212,7 +153,7 @@ func (h *Handler) admin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) join(w http.ResponseWriter, r *http.Request) {
-	var req JoinRequest
+	var req cluster.JoinRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeErrorBody(w, http.StatusBadRequest, "join: "+err.Error())
 		return
@@ -246,9 +187,9 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) membershipError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, ErrNotLeader):
+	case errors.Is(err, cluster.ErrNotLeader):
 		writeUnavailable(w, "Leadership changed; retry.", true)
-	case errors.Is(err, ErrNoSuchMember):
+	case errors.Is(err, cluster.ErrNoSuchMember):
 		writeErrorBody(w, http.StatusNotFound, err.Error())
 	default:
 		writeErrorBody(w, http.StatusConflict, err.Error())
@@ -262,7 +203,7 @@ func (h *Handler) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeUnavailable(w, "Cannot confirm leadership: "+err.Error(), true)
 		return
 	}
-	snap, err := h.node.FSM.Snapshot()
+	snap, err := h.node.Snapshot()
 	if err != nil {
 		writeErrorBody(w, http.StatusInternalServerError, err.Error())
 		return
@@ -286,13 +227,13 @@ var _ raft.SnapshotSink = (*responseSink)(nil)
 
 // clusterStatus asks every member for its report, in parallel.
 func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus {
-	out := ClusterStatus{Term: h.node.Raft.CurrentTerm()}
+	out := ClusterStatus{Term: h.node.Term()}
 	out.Leader, _ = h.node.Leader()
 	members, err := h.node.Members()
 	if err != nil {
 		return out
 	}
-	out.Warnings = QuorumWarnings(members)
+	out.Warnings = cluster.QuorumWarnings(members)
 	out.Members = make([]MemberStatus, len(members))
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -302,14 +243,14 @@ func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus 
 		wg.Add(1)
 		go func(ms *MemberStatus) {
 			defer wg.Done()
-			var st NodeStatus
+			var st cluster.NodeStatus
 			if ms.ID == h.node.ID() {
 				st = h.node.Status(true)
 				st.Ready = h.ready()
 			} else if ms.HTTPAddr == "" {
 				ms.Error = "API address not known yet"
 				return
-			} else if err := getJSON(ctx, h.client, h.node.peerURL(ms.HTTPAddr, "/_cluster/self"), auth, &st); err != nil {
+			} else if err := getJSON(ctx, h.client, h.node.PeerURL(ms.HTTPAddr, "/_cluster/self"), auth, &st); err != nil {
 				ms.Error = err.Error()
 				return
 			}
@@ -322,16 +263,9 @@ func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus 
 	}
 	for i := range out.Members {
 		ms := &out.Members[i]
-		ms.Healthy = ms.Status.follows(out.Leader)
+		ms.Healthy = ms.Status.Follows(out.Leader)
 	}
 	return out
-}
-
-// follows reports whether the node of st is healthy under leader: it is
-// the leader, or names it and heard from it within the last 5 s.
-func (st *NodeStatus) follows(leader string) bool {
-	return st != nil && st.Leader != "" && st.Leader == leader &&
-		(st.State == "Leader" || (st.LastContactMS >= 0 && st.LastContactMS < 5000))
 }
 
 // timingMismatch warns when members report different Raft timing: a
@@ -350,7 +284,7 @@ func timingMismatch(members []MemberStatus) string {
 		return ""
 	}
 	var parts []string
-	for _, key := range sortedIDs(seen) {
+	for _, key := range slices.Sorted(maps.Keys(seen)) {
 		parts = append(parts, strings.Join(seen[key], ", ")+": "+key)
 	}
 	return "members run different Raft timing (give every node the same --raft-* settings): " + strings.Join(parts, "; ")

@@ -1,6 +1,6 @@
 //go:build faults_broken_reads
 
-package cluster
+package front
 
 // A deliberately broken build for the fault harness: every node, follower
 // or deposed leader, answers every read from its local state without the

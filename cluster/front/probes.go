@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // The applied-index check keeps a node that is replaying its log or
 // installing a snapshot out of rotation: with stale reads it would serve
 // old state. So does a state machine stuck on one entry for readyWait, or
-// more than HandlerOptions.MaxApplyLag entries behind the commit index
+// more than Options.MaxApplyLag entries behind the commit index
 // while it applies (Raft's applied index counts entries handed to the
 // state machine, not entries it has applied: the probe watches the state
 // machine itself).
@@ -74,7 +74,8 @@ func (h *Handler) Readyz(w http.ResponseWriter, r *http.Request) {
 
 // Readiness is the verdict of /readyz.
 func (h *Handler) Readiness(ctx context.Context) Probe {
-	p := Probe{State: h.node.Raft.State().String(), CommitIndex: h.node.Raft.CommitIndex()}
+	pr := h.node.Progress()
+	p := Probe{State: pr.State, CommitIndex: pr.Commit, AppliedIndex: pr.Handed, StateMachineIndex: pr.Applied}
 	p.Leader, _ = h.node.Leader()
 	p.Ready = h.ready()
 	switch {
@@ -86,13 +87,10 @@ func (h *Handler) Readiness(ctx context.Context) Probe {
 	default:
 		p.Reason = "no leader known"
 	}
-	p.AppliedIndex = h.node.Raft.AppliedIndex()
-	fsm := h.node.meta
-	p.StateMachineIndex = fsm.applied.Load()
 	if !p.Ready {
 		return p
 	}
-	applying := fsm.applying.Load()
+	applying := pr.Applying
 	if applying != 0 && p.CommitIndex > p.StateMachineIndex+h.opts.MaxApplyLag {
 		p.Ready = false
 		p.Reason = fmt.Sprintf("the state machine is %d entries behind the commit index", p.CommitIndex-p.StateMachineIndex)
@@ -100,19 +98,23 @@ func (h *Handler) Readiness(ctx context.Context) Probe {
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyWait)
 	defer cancel()
-	stuck := func() bool { return applying != 0 && fsm.applying.Load() == applying }
-	for p.AppliedIndex < p.CommitIndex || stuck() {
+	for {
+		stuck := applying != 0 && pr.Applying == applying
+		if p.AppliedIndex >= p.CommitIndex && !stuck {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			p.Ready, p.Reason = false, "applying the log: behind the commit index"
-			if stuck() {
+			if stuck {
 				p.Reason = fmt.Sprintf("the state machine has been applying entry %d for over %s", applying, readyWait)
 			}
 			return p
 		case <-time.After(5 * time.Millisecond):
 		}
-		p.AppliedIndex = h.node.Raft.AppliedIndex()
+		pr = h.node.Progress()
+		p.AppliedIndex = pr.Handed
 	}
-	p.StateMachineIndex = fsm.applied.Load()
+	p.StateMachineIndex = pr.Applied
 	return p
 }

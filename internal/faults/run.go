@@ -12,7 +12,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/placementd/placementd/cluster/faults/model"
+	"github.com/placementd/placementd/internal/faults/model"
 )
 
 // Report is the outcome of a run.

@@ -1,4 +1,4 @@
-package cluster
+package front
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/cluster/backend"
 )
 
 // Headers of the forwarding protocol.
@@ -31,13 +34,14 @@ const (
 	ServedByHeader = "X-Placementd-Served-By"
 	// NotAppliedHeader marks a 503 whose write certainly did not reach the
 	// log (the node was not, or no longer, leading): a forwarding node
-	// sends it again to the next leader instead of relaying the 503.
-	NotAppliedHeader = "X-Placementd-Not-Applied"
+	// sends it again to the next leader instead of relaying the 503. The
+	// API sets it too, so it is defined beside the node's errors.
+	NotAppliedHeader = backend.NotAppliedHeader
 	maxHops          = 2
 )
 
-// HandlerOptions configure the cluster front of the API.
-type HandlerOptions struct {
+// Options configure the cluster front of the API.
+type Options struct {
 	// Secret authenticates the operator API (/_cluster/...): joining,
 	// removing, status, snapshots. Empty: only /_cluster/health answers.
 	Secret string
@@ -57,7 +61,7 @@ type HandlerOptions struct {
 	MaxApplyLag uint64
 	Logger      *slog.Logger
 	// LeaderRegions: regions the leader should be in, most preferred
-	// first (topology.go); Run moves leadership there.
+	// first (leaderregions.go); Run moves leadership there.
 	LeaderRegions []string
 }
 
@@ -78,9 +82,9 @@ type BodyReader interface {
 // relays its response, so a client sees what the leader would have said.
 // It also serves the operator API under /_cluster/.
 type Handler struct {
-	node     *Node
+	node     *cluster.Node
 	api      http.Handler
-	opts     HandlerOptions
+	opts     Options
 	client   *http.Client
 	conns    apiConns // the client's open connections (background.go)
 	draining atomic.Bool
@@ -88,7 +92,7 @@ type Handler struct {
 	// Read levels (readlevels.go): a follower's read index rounds, the
 	// pace at which the node confirms its state, and a leader that has
 	// no read index endpoint.
-	followerReads *sharedRounds
+	followerReads *cluster.SharedRounds
 	pace          pace
 	noReadIndex   noReadIndex
 
@@ -97,8 +101,11 @@ type Handler struct {
 	memberKey []byte
 }
 
-// Handler builds the cluster front of api.
-func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
+// New builds the cluster front of api, served by node n. When api is a
+// ReadServer, the reads this node serves itself go through ServeRead with
+// the read options the front chose; otherwise through ServeHTTP, as
+// linearizable reads.
+func New(n *cluster.Node, api http.Handler, opts Options) *Handler {
 	if opts.LeaderWait == 0 {
 		opts.LeaderWait = 10 * time.Second
 	}
@@ -118,8 +125,8 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 		MaxIdleConnsPerHost: 128,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	if n.cfg.APITLS != nil {
-		tr.TLSClientConfig = clientTLS(n.cfg.APITLS)
+	if n.APITLS() != nil {
+		tr.TLSClientConfig = clientTLS(n.APITLS())
 		tr.TLSHandshakeTimeout = 5 * time.Second
 	}
 	h.client = &http.Client{
@@ -127,12 +134,20 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 		// Redirects are the client's business: relay them.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	h.followerReads = newSharedRounds(func() (uint64, error) { return 0, h.readIndexRound() })
+	h.followerReads = cluster.NewSharedRounds(h.readIndexRound)
 	h.pace.poke = make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	n.done.Add(2)
-	go func() { defer n.done.Done(); <-n.stop; cancel() }()
-	go h.keepConfirmed(ctx)
+	n.Go(func(stop <-chan struct{}) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		h.keepConfirmed(ctx)
+	})
 	return h
 }
 
@@ -169,7 +184,7 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 	defer func() { release() }()
 	deadline := time.Now().Add(h.opts.LeaderWait)
 	for {
-		changed := h.node.leaderChanges() // before the look: no change is missed
+		changed := h.node.LeaderChanges() // before the look: no change is missed
 		id, addr := h.node.Leader()
 		// A leader that stopped taking writes for a graceful stop holds
 		// them until the next leader is known, then forwards them.
@@ -185,7 +200,7 @@ func (h *Handler) toLeader(w http.ResponseWriter, r *http.Request, local http.Ha
 				release = func() {}
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
-			h.serveLocal(w, r, local, levelLinearizable, false)
+			h.serveLocal(w, r, local, backend.ReadOptions{})
 			return
 		}
 		if addr != "" {
@@ -269,7 +284,7 @@ const requestIDHeader = "X-Openstack-Request-Id"
 
 func (h *Handler) send(r *http.Request, addr string, body []byte, hops int) (*http.Response, error) {
 	u := *r.URL
-	u.Scheme, u.Host = schemeFor(h.node.cfg.APITLS), addr
+	u.Scheme, u.Host = schemeFor(h.node.APITLS()), addr
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err

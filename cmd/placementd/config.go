@@ -36,12 +36,28 @@ func configure(fs *flag.FlagSet, args []string, strict bool) error {
 	return fs.Parse(args)
 }
 
+// helpToStdout sends fs's usage to stdout when args ask for it
+// (`placementd serve --help | less`); after a mistake in the flags it
+// stays on stderr with the error.
+func helpToStdout(fs *flag.FlagSet, args []string) {
+	for _, a := range args {
+		if a == "--" {
+			return
+		}
+		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
+			fs.SetOutput(os.Stdout)
+			return
+		}
+	}
+}
+
 // presetFlags sets fs from the configuration file named in args (or by
 // PLACEMENTD_CONFIG), then from the environment; parsing args comes next.
 // With strict, a key of the file that names no flag of fs is an error (a
 // typo must not go unnoticed in `serve`); operator commands read the same
 // file for the few flags they share with serve (--cluster-secret).
 func presetFlags(fs *flag.FlagSet, args []string, strict bool) error {
+	helpToStdout(fs, args)
 	if fs.Lookup(configFlag) == nil {
 		fs.String(configFlag, "", "YAML file of settings named as the flags (see docs/operators-guide.md)")
 	}

@@ -27,7 +27,7 @@ type operatorFlags struct {
 
 func (o *operatorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8778", "API address (host:port or URL) of any member; https://HOST:PORT for a cluster serving HTTPS")
-	fs.StringVar(&o.secret, "cluster-secret", "", "the cluster secret")
+	fs.StringVar(&o.secret, "cluster-secret", "", "the cluster secret (on a command line it shows in ps: prefer PLACEMENTD_CLUSTER_SECRET or a --config file)")
 	// Named as serve's flag, so a node's --config file serves here too.
 	// Loaded as it is parsed, so a bad file is reported as a bad flag.
 	fs.Func("tls-ca-file", "PEM `file` of the CA certificates that verify the API's certificate; implies https for an --addr without a scheme (an https:// --addr alone uses the system roots)", func(path string) error {

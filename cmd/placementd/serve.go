@@ -70,7 +70,7 @@ type clusterFlags struct {
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.join, "join", "", "comma-separated API addresses (host:port) of members of a cluster to join; a fresh node without --join starts a new single-node cluster")
 	fs.IntVar(&c.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster of this many voters at once: --join lists exactly those nodes, and each fresh node among them starts the cluster with all of them once every one answers with no Raft state (any with state: join instead); for nodes given the same flags, such as a StatefulSet's pods")
-	fs.StringVar(&c.secret, "cluster-secret", "", "shared secret of the cluster: needed to join and for the operator API (/_cluster/...); give every node the same")
+	fs.StringVar(&c.secret, "cluster-secret", "", "shared secret of the cluster: needed to join and for the operator API (/_cluster/...); give every node the same. On a command line it shows in ps: set PLACEMENTD_CLUSTER_SECRET or put it in the --config file instead")
 	fs.BoolVar(&c.nonVoter, "non-voter", false, "join as a non-voting member (a read replica, e.g. in a remote region)")
 	fs.StringVar(&c.raftAdvertise, "raft-advertise", "", "Raft address other nodes dial (default: --raft-addr, which must then be a specific IP)")
 	fs.StringVar(&c.httpAdvertise, "http-advertise", "", "API address other nodes forward requests to (default: --http-addr, or the hostname with its port when it binds all interfaces)")

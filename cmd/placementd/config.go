@@ -196,7 +196,7 @@ var flagGroups = []struct {
 	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-", "request-timeout"}},
 	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
 	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout", "region", "zone", "leader-regions"}},
-	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "pprof-addr", "config", "config-file"}},
+	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "metrics-token", "pprof-addr", "config", "config-file"}},
 	{"Runtime", []string{"gc-"}},
 }
 
@@ -250,8 +250,9 @@ func serveUsage(fs *flag.FlagSet) {
 	fmt.Fprint(w, `Usage: placementd serve [flags]
 
 Runs one placementd node: the Placement API, the cluster's operator API
-under /_cluster/ and /metrics (both need the cluster secret), /healthz and
-/readyz, all on --http-addr, and Raft on --raft-addr. A fresh --data-dir without --join starts a new
+under /_cluster/ (it needs the cluster secret), /metrics (the metrics
+token or the cluster secret; loopback callers on a node with neither),
+/healthz and /readyz, all on --http-addr, and Raft on --raft-addr. A fresh --data-dir without --join starts a new
 single-node cluster.
 
 Every flag can also be set with the environment variable shown, or in the

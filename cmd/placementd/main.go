@@ -46,8 +46,8 @@ flags); serve also reads upstream Placement's placement.conf given with
 placement.conf, then default.
 
 A node serves the Placement API, /healthz, /readyz and /metrics
-(Prometheus, with the cluster secret; or on --metrics-addr) on its
---http-addr. See docs/operators-guide.md.
+(Prometheus, with --metrics-token or the cluster secret, or from loopback
+on a node with neither; or on --metrics-addr) on its --http-addr. See docs/operators-guide.md.
 `)
 }
 

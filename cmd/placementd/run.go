@@ -164,7 +164,8 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	frontCtx, stopFront := context.WithCancel(context.Background())
 	defer stopFront()
 	go front.Run(frontCtx)
-	var handler http.Handler = withProbes(front, mtr)
+	access := metricsAccess{token: c.metricsToken, secret: cf.secret}
+	var handler http.Handler = withProbes(front, mtr, access)
 	if sec.apiTLS != nil {
 		handler = markTLS(handler)
 	}
@@ -178,7 +179,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if metricsLn != nil {
-		msrv := limits.Server(metricsHandler(mtr))
+		msrv := limits.Server(metricsHandler(mtr, access))
 		go msrv.Serve(httpguard.Listen(metricsLn, limits, nil, nil))
 		defer msrv.Close()
 		log.Info("serving /metrics", "metrics", metricsLn.Addr().String())

@@ -258,6 +258,9 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := c.security.localRaftTLS(c.dataDir, id, log); err != nil {
+		return err
+	}
 	authz, err := newAuthorizer(c, log)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -125,40 +126,13 @@ func TestLoneNodeRaftRefusesForgedAppend(t *testing.T) {
 	c.Secret = ""
 	n := c.Add("n1")
 	c.Start(n)
-	var health struct {
-		Term         uint64 `json:"term"`
-		LastLogIndex uint64 `json:"last_log_index"`
-		Ready        bool   `json:"ready"`
-	}
-	readHealth := func() error {
-		resp, err := http.Get("http://" + n.HTTPAddr + "/_cluster/health")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if err := json.NewDecoder(resp.Body).Decode(&health); err != nil {
-			return err
-		}
-		return testcluster.Check(health.Ready, "not ready: %+v", health)
-	}
+	var health anonymousHealth
+	readHealth := func() error { return health.read(n) }
 	testcluster.WaitFor(t, 30*time.Second, "n1 ready", readHealth)
 	before := health
 
-	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer trans.Close()
-	next := before.LastLogIndex + 1
-	req := &raft.AppendEntriesRequest{
-		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("intruder"), Addr: []byte(trans.LocalAddr())},
-		Term:      before.Term + 1, PrevLogEntry: before.LastLogIndex, PrevLogTerm: before.Term,
-		Entries:           []*raft.Log{{Index: next, Term: before.Term + 1, Type: raft.LogCommand, Data: []byte("not a placement command")}},
-		LeaderCommitIndex: next,
-	}
-	var resp raft.AppendEntriesResponse
-	if err := trans.AppendEntries("n1", raft.ServerAddress(n.RaftAddr), req, &resp); err == nil {
-		t.Errorf("the forged AppendEntries got an answer: %+v", resp)
+	if err := forgeAppend(n, before.Term, before.LastLogIndex); err == nil || strings.Contains(err.Error(), "answered") {
+		t.Errorf("the forged AppendEntries got an answer: %v", err)
 	}
 	// The node would have taken the term before answering; the entry
 	// would be applied within a heartbeat.
@@ -169,5 +143,101 @@ func TestLoneNodeRaftRefusesForgedAppend(t *testing.T) {
 	info, err := os.Stat(filepath.Join(n.DataDir, "raft-local-secret"))
 	if err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("the data dir's Raft secret: %v %v, want a file of mode 0600", info, err)
+	}
+}
+
+// anonymousHealth is what /_cluster/health tells anyone.
+type anonymousHealth struct {
+	Term         uint64 `json:"term"`
+	LastLogIndex uint64 `json:"last_log_index"`
+	Ready        bool   `json:"ready"`
+}
+
+// read fills h from n's /_cluster/health, and fails unless n is ready.
+func (h *anonymousHealth) read(n *testcluster.Proc) error {
+	resp, err := http.Get("http://" + n.HTTPAddr + "/_cluster/health")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(h); err != nil {
+		return err
+	}
+	return testcluster.Check(h.Ready, "not ready: %+v", *h)
+}
+
+// forgeAppend sends n, over plain TCP as any local process can, an
+// AppendEntries from a leader of a later term with one entry after
+// lastIndex that is not a placement command, committed at once; it
+// returns the transport's error, or says n answered but refused it (nil:
+// n took the entry).
+func forgeAppend(n *testcluster.Proc, term, lastIndex uint64) error {
+	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer trans.Close()
+	next := lastIndex + 1
+	req := &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("intruder"), Addr: []byte(trans.LocalAddr())},
+		// No previous entry to match (raft then checks none), a term
+		// ahead of any election meanwhile.
+		Term:              term + 10,
+		Entries:           []*raft.Log{{Index: next, Term: term + 10, Type: raft.LogCommand, Data: []byte("not a placement command")}},
+		LeaderCommitIndex: next,
+	}
+	var resp raft.AppendEntriesResponse
+	if err := trans.AppendEntries(raft.ServerID(n.ID), raft.ServerAddress(n.RaftAddr), req, &resp); err != nil {
+		return err
+	}
+	if !resp.Success {
+		return fmt.Errorf("answered, entry refused: %+v", resp)
+	}
+	return nil
+}
+
+// An undecodable committed entry (forged here through a plaintext Raft
+// port) stops the node with the entry's index, its bytes and what to do,
+// not a panic; a restart stops the same way, before serving a read of a
+// state that misses the entry.
+func TestUndecodableEntryStopsTheNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs placementd processes")
+	}
+	c := testcluster.NewProcs(t, testcluster.Binary(t))
+	c.Secret = ""
+	n := c.Add("n1")
+	n.Args = []string{"--raft-insecure-plaintext", "--log-level", "error"}
+	c.Start(n)
+	var health anonymousHealth
+	testcluster.WaitFor(t, 30*time.Second, "n1 ready", func() error { return health.read(n) })
+	// The node may stop before it answers (the entry is applied as soon
+	// as it is stored).
+	if err := forgeAppend(n, health.Term, health.LastLogIndex); err != nil {
+		t.Logf("the forged AppendEntries (plaintext Raft): %v", err)
+	}
+	bad := health.LastLogIndex + 1
+	for run := 1; run <= 2; run++ {
+		testcluster.WaitFor(t, 30*time.Second, "n1 stops", func() error {
+			return testcluster.Check(!n.Running(), "still running")
+		})
+		logs := n.LogTail(1 << 20)
+		if i := strings.LastIndex(logs, "=== "); i >= 0 {
+			logs = logs[i:] // this run's
+		}
+		for _, want := range []string{fmt.Sprintf("committed Raft log entry %d cannot be decoded", bad), `not a placement command`, "move this node's data dir aside"} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("run %d: the log does not say %q:\n%s", run, want, logs)
+			}
+		}
+		if strings.Contains(logs, "goroutine ") {
+			t.Errorf("run %d: a stack trace instead of a stop:\n%s", run, logs)
+		}
+		if n.LastExit() == nil {
+			t.Errorf("run %d: exit status 0", run)
+		}
+		if run == 1 {
+			c.Restart(n)
+		}
 	}
 }

@@ -57,6 +57,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 
 	machine := fsm.New()
+	machine.OnUndecodable = stopOnUndecodable(log)
 	mtr := newMetrics(machine, log)
 	// Listen first: with port 0 the advertised address needs the port.
 	ln, err := net.Listen("tcp", c.httpAddr)

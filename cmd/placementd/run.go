@@ -206,7 +206,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 					return
 				}
 			}
-			if err := node.JoinCluster(joinCtx, dedupe(targets), cf.secret, cf.nonVoter); err != nil {
+			if err := joinLogged(joinCtx, node, dedupe(targets), cf.secret, cf.nonVoter, log); err != nil {
 				if joinCtx.Err() == nil {
 					log.Error("joining the cluster failed", "error", err)
 				}
@@ -246,12 +246,15 @@ func gracefulStop(node *cluster.Node, front *cluster.Handler, srv *http.Server, 
 		log.Warn("waiting for proposed writes", "error", err)
 	}
 	left := false
+	// A node that never joined has nothing to leave (Leave does nothing
+	// for it) and must not say it left.
+	member := node.IsMember()
 	if cf.leaveOnShutdown && cf.secret != "" {
 		if lerr := node.Leave(ctx, cf.secret); lerr != nil {
 			log.Warn("leaving the cluster failed; staying a member", "error", lerr)
 		} else {
 			left = true
-			if !node.Alone() {
+			if member && !node.Alone() {
 				log.Info("left the cluster")
 			}
 		}

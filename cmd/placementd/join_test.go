@@ -24,6 +24,9 @@ func TestJoinFailureIsLogged(t *testing.T) {
 	n.Args = []string{"--log-level", "info"}
 	c.Start(n, strings.TrimPrefix(notPlacement.URL, "http://"))
 	testcluster.WaitFor(t, 3*joinLogEvery, "the join failure logged", func() error {
+		if err := n.Exited(); err != nil {
+			return testcluster.Abort(err)
+		}
 		logs := n.LogTail(1 << 20)
 		return testcluster.Check(strings.Contains(logs, "joining keeps failing") && strings.Contains(logs, "404"),
 			"log:\n%s", logs)

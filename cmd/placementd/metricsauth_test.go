@@ -61,6 +61,9 @@ func TestMetricsTokenOpensOnlyMetrics(t *testing.T) {
 	}
 
 	testcluster.WaitFor(t, 30*time.Second, "the node without secret answers /metrics on loopback", func() error {
+		if err := plain.Exited(); err != nil {
+			return testcluster.Abort(err)
+		}
 		r, err := testcluster.Send(http.DefaultClient, "http://"+plain.HTTPAddr, "GET", "/metrics", nil)
 		if err != nil {
 			return err

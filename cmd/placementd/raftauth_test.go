@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -92,12 +93,21 @@ func TestRaftInsecurePlaintextEscape(t *testing.T) {
 			c.Secret = ""
 			n := c.Add("n1")
 			if tc.insecure {
-				_, port, _ := strings.Cut(n.RaftAddr, ":")
-				n.RaftAddr, n.RaftAdvertise = "0.0.0.0:"+port, n.RaftAddr
+				// A port free on every address: one found free on
+				// 127.0.0.1 may be held elsewhere by another test.
+				wildcard, err := testcluster.FreeAddr("0.0.0.0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, port, _ := net.SplitHostPort(wildcard)
+				n.RaftAddr, n.RaftAdvertise = "0.0.0.0:"+port, "127.0.0.1:"+port
 				n.Args = []string{"--raft-insecure-plaintext"}
 			}
 			c.Start(n)
 			testcluster.WaitFor(t, 30*time.Second, n.ID+" answers /readyz with 200", func() error {
+				if err := n.Exited(); err != nil {
+					return testcluster.Abort(err)
+				}
 				resp, err := http.Get("http://" + n.HTTPAddr + "/readyz")
 				if err != nil {
 					return err
@@ -155,6 +165,9 @@ type anonymousHealth struct {
 
 // read fills h from n's /_cluster/health, and fails unless n is ready.
 func (h *anonymousHealth) read(n *testcluster.Proc) error {
+	if err := n.Exited(); err != nil {
+		return testcluster.Abort(err)
+	}
 	resp, err := http.Get("http://" + n.HTTPAddr + "/_cluster/health")
 	if err != nil {
 		return err

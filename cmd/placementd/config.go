@@ -193,9 +193,9 @@ var flagGroups = []struct {
 	title string
 	names []string
 }{
-	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-", "request-timeout"}},
+	{"Placement API", []string{"http-", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-", "request-timeout", "admission-wait"}},
 	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
-	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout", "region", "zone", "leader-regions"}},
+	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "bootstrap-expect", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout", "region", "zone", "leader-regions"}},
 	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "metrics-token", "pprof-addr", "config", "config-file"}},
 	{"Runtime", []string{"gc-"}},
 }
@@ -252,8 +252,8 @@ func serveUsage(fs *flag.FlagSet) {
 Runs one placementd node: the Placement API, the cluster's operator API
 under /_cluster/ (it needs the cluster secret), /metrics (the metrics
 token or the cluster secret; loopback callers on a node with neither),
-/healthz and /readyz, all on --http-addr, and Raft on --raft-addr. A fresh --data-dir without --join starts a new
-single-node cluster.
+/healthz and /readyz, all on --http-addr, and Raft on --raft-addr. A
+fresh --data-dir without --join starts a new single-node cluster.
 
 Every flag can also be set with the environment variable shown, or in the
 YAML file given with --config (keys named as the flags); many can also be

@@ -301,6 +301,9 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		if info.globalID != "" {
 			attrs = append(attrs, "global_request_id", info.globalID)
 		}
+		if rec.status == http.StatusUnauthorized {
+			attrs = append(attrs, "unauthorized", unauthorizedWhy(r.Header))
+		}
 		s.cfg.Logger.Info("request", attrs...)
 	})
 }

@@ -160,7 +160,27 @@ func TestLoneNodeRaftRefusesForgedAppend(t *testing.T) {
 type anonymousHealth struct {
 	Term         uint64 `json:"term"`
 	LastLogIndex uint64 `json:"last_log_index"`
+	AppliedIndex uint64 `json:"applied_index"`
 	Ready        bool   `json:"ready"`
+}
+
+// settle waits until n is ready with its whole log applied and no new
+// entry for half a second (a new node writes its first entries after it
+// is ready): an entry forged after that index is the next one, not one
+// that replaces an entry already applied.
+func (h *anonymousHealth) settle(t *testing.T, n *testcluster.Proc) {
+	t.Helper()
+	var last anonymousHealth
+	var since time.Time
+	testcluster.WaitFor(t, 30*time.Second, n.ID+" ready and settled", func() error {
+		if err := h.read(n); err != nil {
+			return err
+		}
+		if *h != last || h.AppliedIndex != h.LastLogIndex {
+			last, since = *h, time.Now()
+		}
+		return testcluster.Check(h.AppliedIndex == h.LastLogIndex && time.Since(since) >= 500*time.Millisecond, "still moving: %+v", *h)
+	})
 }
 
 // read fills h from n's /_cluster/health, and fails unless n is ready.
@@ -223,7 +243,7 @@ func TestUndecodableEntryStopsTheNode(t *testing.T) {
 	n.Args = []string{"--raft-insecure-plaintext", "--log-level", "error"}
 	c.Start(n)
 	var health anonymousHealth
-	testcluster.WaitFor(t, 30*time.Second, "n1 ready", func() error { return health.read(n) })
+	health.settle(t, n)
 	// The node may stop before it answers (the entry is applied as soon
 	// as it is stored).
 	if err := forgeAppend(n, health.Term, health.LastLogIndex); err != nil {

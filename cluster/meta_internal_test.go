@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -56,20 +55,3 @@ type bufSink struct{ *bytes.Buffer }
 func (bufSink) ID() string    { return "test" }
 func (bufSink) Cancel() error { return nil }
 func (bufSink) Close() error  { return nil }
-
-// A membership entry that does not decode stops the state machine as a
-// placement entry does: OnUndecodable is told its index and bytes.
-func TestUndecodableMembershipEntry(t *testing.T) {
-	inner := fsm.New()
-	var told *fsm.UndecodableEntry
-	inner.OnUndecodable = func(e *fsm.UndecodableEntry) { told = e; panic(e) }
-	c := newClusterFSM(inner, 0)
-	data := fsm.EncodeClusterEntry([]byte(`{"op":"rename"}`))
-	func() {
-		defer func() { recover() }()
-		c.Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: data})
-	}()
-	if told == nil || told.Index != 7 || !strings.Contains(told.Error(), `unknown op "rename"`) {
-		t.Fatalf("OnUndecodable was told %+v", told)
-	}
-}

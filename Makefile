@@ -20,13 +20,31 @@ CONFORMANCE_REQUIRED := \
 	resource-classes resource-classes-1-6 resource-classes-1-7 \
 	resource-classes-last-modified traits aggregate
 
+# BUILD_FLAGS=-v lists each package as it is compiled (make run does).
+BUILD_FLAGS ?=
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/placementd
+	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/placementd
 
-run: build
+# The first build compiles every dependency, which takes minutes on a
+# small machine: say so, and list the packages as they compile.
+run:
+	@echo "== compiling bin/placementd (the first time compiles every dependency: a few minutes; packages are listed as they compile)"
+	@$(MAKE) --no-print-directory build BUILD_FLAGS=-v
 	./$(BIN) serve --http-addr 127.0.0.1:8778 --data-dir ./data
 
-test: unit conformance
+# Both suites run even when the first fails (a unit flake must not hide
+# conformance, the suite users care most about); the end repeats each
+# one's failures and the target fails if either did.
+TEST_LOG ?= bin/test-logs
+test:
+	@mkdir -p $(TEST_LOG); unit=ok; conf=ok; \
+	set -o pipefail; \
+	$(MAKE) --no-print-directory unit 2>&1 | tee $(TEST_LOG)/unit.log || unit=FAILED; \
+	$(MAKE) --no-print-directory conformance 2>&1 | tee $(TEST_LOG)/conformance.log || conf=FAILED; \
+	echo "== make test: unit $$unit, conformance $$conf (logs in $(TEST_LOG))"; \
+	if [ $$unit != ok ]; then echo "== unit failures:"; grep -E '^(--- FAIL|FAIL|panic:)' $(TEST_LOG)/unit.log | head -50 || tail -20 $(TEST_LOG)/unit.log; fi; \
+	if [ $$conf != ok ]; then echo "== conformance failures:"; tail -40 $(TEST_LOG)/conformance.log; fi; \
+	[ $$unit = ok ] && [ $$conf = ok ]
 
 unit:
 	$(GO) test -race ./...
@@ -137,7 +155,9 @@ ops-check: build
 	docs/scripts/ops-check.sh
 
 # The Helm chart (deploy/helm/placementd): helm lint, then deploy/'s Go
-# test renders it with helm template for the default and ci/ values, decodes
+# test renders it with helm template for the ci/ values (the defaults alone
+# refuse to render until auth is chosen; ci/defaults-values.yaml adds the
+# Keystone settings they need), decodes
 # every object strictly into the k8s.io/api types and checks the cluster's
 # invariants. Helm is built from the Go module proxy at a pinned version
 # (a few minutes the first time; kept in bin/tools).
@@ -146,9 +166,9 @@ HELM ?= $(CURDIR)/bin/tools/helm-$(HELM_VERSION)/helm
 CHART := deploy/helm/placementd
 .PHONY: deploy-check
 deploy-check: $(HELM)
-	@set -e; for v in "" $(CHART)/ci/*-values.yaml; do \
-	  echo "== helm lint $${v:-(defaults)}"; $(HELM) lint --strict $(CHART) $${v:+-f $$v}; \
-	  echo "== helm template $${v:-(defaults)}: $$($(HELM) template p $(CHART) $${v:+-f $$v} | grep -c '^kind:') objects"; \
+	@set -e; for v in $(CHART)/ci/*-values.yaml; do \
+	  echo "== helm lint $$v"; $(HELM) lint --strict $(CHART) -f $$v; \
+	  echo "== helm template $$v: $$($(HELM) template p $(CHART) -f $$v | grep -c '^kind:') objects"; \
 	done
 	cd deploy && HELM=$(HELM) $(GO) test -count=1 -v ./...
 

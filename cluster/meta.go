@@ -114,8 +114,16 @@ func (c *clusterFSM) apply(l *raft.Log) any {
 	}
 	var e metaEntry
 	if err := json.Unmarshal(payload, &e); err != nil || (e.Op != "set" && e.Op != "delete") {
-		// As for placement entries: never skip what the others applied.
-		panic(fmt.Sprintf("cluster: cannot apply membership entry %d (%q): %v", l.Index, payload, err))
+		// As for placement entries: never skip what the others applied;
+		// stop as they do (fsm.UndecodableEntry).
+		if err == nil {
+			err = fmt.Errorf("unknown op %q", e.Op)
+		}
+		bad := &fsm.UndecodableEntry{Index: l.Index, Data: l.Data, Err: fmt.Errorf("membership entry: %w", err)}
+		if c.inner.OnUndecodable != nil {
+			c.inner.OnUndecodable(bad)
+		}
+		panic("cluster: " + bad.Error())
 	}
 	c.mu.Lock()
 	if e.Op == "set" {

@@ -55,21 +55,28 @@ func emptyDigest(t *testing.T) string {
 }
 
 // An entry the table cannot take (from a newer build, or damaged) stops
-// the node, as an undecodable placement entry does, rather than be
-// skipped on some replicas.
+// the node, as an undecodable placement entry does (the state machine's
+// OnUndecodable is told its index and bytes, then Apply goes no further),
+// rather than be skipped on some replicas.
 func TestMembershipEntryNotUnderstoodStops(t *testing.T) {
 	for _, data := range []string{
 		"\x00placementd-cluster {\"op\":\"rename\",\"id\":\"n1\"}",
 		"\x00placementd-cluster {not json",
 	} {
+		inner := fsm.New()
+		var told *fsm.UndecodableEntry
+		inner.OnUndecodable = func(e *fsm.UndecodableEntry) { told = e }
 		func() {
 			defer func() {
-				if msg := fmt.Sprint(recover()); !strings.Contains(msg, "cannot apply membership entry 7") {
+				if msg := fmt.Sprint(recover()); !strings.Contains(msg, "entry 7 cannot be decoded (membership entry") {
 					t.Errorf("%q: panic %q", data, msg)
 				}
 			}()
-			newClusterFSM(fsm.New(), 0).Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: []byte(data)})
+			newClusterFSM(inner, 0).Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: []byte(data)})
 		}()
+		if told == nil || told.Index != 7 || string(told.Data) != data {
+			t.Errorf("%q: OnUndecodable was told %+v", data, told)
+		}
 	}
 }
 

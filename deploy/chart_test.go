@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,9 +28,11 @@ import (
 
 const chartDir = "helm/placementd"
 
-// valueSets are the renderings CI checks: the defaults, and the files of
-// the chart's ci/ directory.
-var valueSets = []string{"", "ci/multizone-values.yaml", "ci/openstack-helm-values.yaml"}
+// valueSets are the renderings CI checks, the files of the chart's ci/
+// directory: the defaults with the Keystone settings they need (the
+// defaults alone refuse to render, TestChartAuthMustBeChosen), and the
+// others.
+var valueSets = []string{"ci/defaults-values.yaml", "ci/multizone-values.yaml", "ci/openstack-helm-values.yaml"}
 
 func helmBin(t *testing.T) string {
 	t.Helper()
@@ -62,18 +65,11 @@ func decodeStrict(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func render(t *testing.T, values string) *rendered {
+func render(t *testing.T, values string, set ...string) *rendered {
 	t.Helper()
-	args := []string{"template", "p", chartDir, "--namespace", "openstack"}
-	if values != "" {
-		args = append(args, "-f", filepath.Join(chartDir, values))
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(helmBin(t), args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := helmTemplate(t, values, set...)
 	if err != nil {
-		t.Fatalf("helm %v: %v\n%s", args, err, stderr.String())
+		t.Fatal(err)
 	}
 	r := &rendered{}
 	for i, doc := range strings.Split(string(out), "\n---") {
@@ -122,6 +118,60 @@ func render(t *testing.T, values string) *rendered {
 	return r
 }
 
+// helmTemplate runs helm template with a values file ("" for none) and
+// --set assignments, and returns the rendering or helm's error.
+func helmTemplate(t *testing.T, values string, set ...string) (string, error) {
+	t.Helper()
+	args := []string{"template", "p", chartDir, "--namespace", "openstack"}
+	if values != "" {
+		args = append(args, "-f", filepath.Join(chartDir, values))
+	}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(helmBin(t), args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("helm %v: %v\n%s", args, err, stderr.String())
+	}
+	return string(out), nil
+}
+
+// The chart's defaults never install an unauthenticated API: with no
+// values they refuse until Keystone is configured, and noauth2 renders
+// only with its loudly named opt-in.
+func TestChartAuthMustBeChosen(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string // in helm's error; "" renders
+	}{
+		{"defaults", nil, "auth.strategy keystone (the default) needs keystone.authURL"},
+		{"noauth2 without the opt-in", []string{"auth.strategy=noauth2"}, "auth.iUnderstandNoauth2IsUnauthenticated=true"},
+		{"noauth2 with the opt-in", []string{"auth.strategy=noauth2", "auth.iUnderstandNoauth2IsUnauthenticated=true"}, ""},
+		{"keystone configured", []string{"keystone.authURL=http://keystone:5000/v3", "keystone.password=x"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helmTemplate(t, "", tc.set...)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("helm template: %v, want a refusal saying %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			noauth2 := strings.Contains(out, "auth-strategy: noauth2")
+			if want := slices.Contains(tc.set, "auth.strategy=noauth2"); noauth2 != want {
+				t.Errorf("noauth2 rendered: %v, want %v", noauth2, want)
+			}
+		})
+	}
+}
+
 func TestHelmLint(t *testing.T) {
 	for _, values := range valueSets {
 		args := []string{"lint", "--strict", chartDir}
@@ -138,9 +188,6 @@ func TestHelmLint(t *testing.T) {
 func TestChartInvariants(t *testing.T) {
 	for _, values := range valueSets {
 		name := strings.TrimSuffix(filepath.Base(values), "-values.yaml")
-		if values == "" {
-			name = "defaults"
-		}
 		t.Run(name, func(t *testing.T) {
 			r := render(t, values)
 			checkInvariants(t, r)
@@ -237,7 +284,7 @@ func checkInvariants(t *testing.T, r *rendered) {
 					}
 				}
 			}
-			for _, setting := range []string{"cluster-secret", "keystone-password", "password ="} {
+			for _, setting := range []string{"cluster-secret", "keystone-password", "metrics-token", "password ="} {
 				if strings.Contains(text, setting) {
 					t.Errorf("ConfigMap %s/%s sets %s", cm.Name, key, setting)
 				}
@@ -250,6 +297,31 @@ func checkInvariants(t *testing.T, r *rendered) {
 	for _, sm := range r.monitors {
 		if sm.Spec.JobLabel == "" {
 			t.Errorf("ServiceMonitor %s: no jobLabel; docs/alerts.yml matches job=\"placementd\"", sm.Name)
+		}
+		checkScrapeCredential(t, r, sm)
+	}
+}
+
+// A ServiceMonitor scrapes with the metrics token, the one the pods are
+// given, never with the cluster secret.
+func checkScrapeCredential(t *testing.T, r *rendered, sm *monitoringv1.ServiceMonitor) {
+	for _, ep := range sm.Spec.Endpoints {
+		a := ep.Authorization
+		if a == nil || a.Credentials == nil || a.Credentials.Key != "metrics-token" {
+			t.Errorf("ServiceMonitor %s: endpoint %s scrapes without the metrics token: %+v", sm.Name, ep.Port, a)
+			continue
+		}
+		for _, ss := range r.statefulSets {
+			given := false
+			for _, e := range ss.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "PLACEMENTD_METRICS_TOKEN" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+					e.ValueFrom.SecretKeyRef.Name == a.Credentials.Name && e.ValueFrom.SecretKeyRef.Key == a.Credentials.Key {
+					given = true
+				}
+			}
+			if !given {
+				t.Errorf("%s: pods are not given the token the ServiceMonitor scrapes with (%s/%s)", ss.Name, a.Credentials.Name, a.Credentials.Key)
+			}
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"fmt"
 	"io"
 	"runtime/debug"
 	"sync"
@@ -34,6 +33,10 @@ type FSM struct {
 	// OnApply, when set, is called after each command with its kind and
 	// error (nil on success); used for metrics. It must not block.
 	OnApply func(kind string, err error)
+	// OnUndecodable, when set, is told of a committed entry Apply cannot
+	// decode, and must not return (it stops the process); without it
+	// Apply panics (undecodable.go).
+	OnUndecodable func(*UndecodableEntry)
 }
 
 // New returns an FSM over an empty state.
@@ -54,7 +57,11 @@ func (f *FSM) Apply(l *raft.Log) any {
 	entries, err := Decode(l.Data)
 	if err != nil {
 		// Continuing would let this replica diverge from the others.
-		panic(fmt.Sprintf("fsm: cannot decode log entry %d: %v", l.Index, err))
+		bad := &UndecodableEntry{Index: l.Index, Data: l.Data, Err: err}
+		if f.OnUndecodable != nil {
+			f.OnUndecodable(bad)
+		}
+		panic("fsm: " + bad.Error())
 	}
 	results := make([]Result, len(entries))
 	f.writeMu.Lock()

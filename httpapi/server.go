@@ -339,6 +339,9 @@ func (s *Server) serve(next http.Handler, read backend.ReadOptions, w http.Respo
 	if info.globalID != "" {
 		attrs = append(attrs, "global_request_id", info.globalID)
 	}
+	if rec.status == http.StatusUnauthorized {
+		attrs = append(attrs, "unauthorized", unauthorizedWhy(r.Header))
+	}
 	s.cfg.Logger.Info("request", attrs...)
 }
 

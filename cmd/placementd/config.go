@@ -36,12 +36,28 @@ func configure(fs *flag.FlagSet, args []string, strict bool) error {
 	return fs.Parse(args)
 }
 
+// helpToStdout sends fs's usage to stdout when args ask for it
+// (`placementd serve --help | less`); after a mistake in the flags it
+// stays on stderr with the error.
+func helpToStdout(fs *flag.FlagSet, args []string) {
+	for _, a := range args {
+		if a == "--" {
+			return
+		}
+		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
+			fs.SetOutput(os.Stdout)
+			return
+		}
+	}
+}
+
 // presetFlags sets fs from the configuration file named in args (or by
 // PLACEMENTD_CONFIG), then from the environment; parsing args comes next.
 // With strict, a key of the file that names no flag of fs is an error (a
 // typo must not go unnoticed in `serve`); operator commands read the same
 // file for the few flags they share with serve (--cluster-secret).
 func presetFlags(fs *flag.FlagSet, args []string, strict bool) error {
+	helpToStdout(fs, args)
 	if fs.Lookup(configFlag) == nil {
 		fs.String(configFlag, "", "YAML file of settings named as the flags (see docs/operators-guide.md)")
 	}
@@ -177,10 +193,10 @@ var flagGroups = []struct {
 	title string
 	names []string
 }{
-	{"Placement API", []string{"http-addr", "http-advertise", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-", "request-timeout"}},
+	{"Placement API", []string{"http-", "cors-", "incomplete-consumer-", "max-", "randomize-", "allocation-candidates-", "request-timeout", "admission-wait"}},
 	{"Authentication and policy", []string{"auth-", "keystone-", "policy-", "tls-"}},
-	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout", "region", "zone", "leader-regions"}},
-	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "pprof-addr", "config", "config-file"}},
+	{"Cluster (Raft)", []string{"node-id", "data-dir", "raft-", "join", "bootstrap-expect", "cluster-secret", "non-voter", "snapshot-", "trailing-logs", "leave-on-shutdown", "shutdown-timeout", "region", "zone", "leader-regions"}},
+	{"Logs, metrics and configuration", []string{"log-", "metrics-addr", "metrics-token", "pprof-addr", "config", "config-file"}},
 	{"Runtime", []string{"gc-"}},
 }
 
@@ -234,9 +250,10 @@ func serveUsage(fs *flag.FlagSet) {
 	fmt.Fprint(w, `Usage: placementd serve [flags]
 
 Runs one placementd node: the Placement API, the cluster's operator API
-under /_cluster/ and /metrics (both need the cluster secret), /healthz and
-/readyz, all on --http-addr, and Raft on --raft-addr. A fresh --data-dir without --join starts a new
-single-node cluster.
+under /_cluster/ (it needs the cluster secret), /metrics (the metrics
+token or the cluster secret; loopback callers on a node with neither),
+/healthz and /readyz, all on --http-addr, and Raft on --raft-addr. A
+fresh --data-dir without --join starts a new single-node cluster.
 
 Every flag can also be set with the environment variable shown, or in the
 YAML file given with --config (keys named as the flags); many can also be

@@ -2,14 +2,17 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func usage() {
-	fmt.Fprint(os.Stderr, `placementd: the OpenStack Placement API on Raft, without SQL.
+// usage writes the commands' summary: to stdout when asked for
+// (placementd --help | less), to stderr after a usage error.
+func usage(w io.Writer) {
+	fmt.Fprint(w, `placementd: the OpenStack Placement API on Raft, without SQL.
 
 Usage:
   placementd serve [flags]     run a node (a fresh data dir starts a single-node cluster)
@@ -43,14 +46,14 @@ flags); serve also reads upstream Placement's placement.conf given with
 placement.conf, then default.
 
 A node serves the Placement API, /healthz, /readyz and /metrics
-(Prometheus, with the cluster secret; or on --metrics-addr) on its
---http-addr. See docs/operators-guide.md.
+(Prometheus, with --metrics-token or the cluster secret, or from loopback
+on a node with neither; or on --metrics-addr) on its --http-addr. See docs/operators-guide.md.
 `)
 }
 
 func main() {
 	if len(os.Args) < 2 {
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	os.Exit(command(os.Args[1:]))
@@ -73,10 +76,10 @@ func command(args []string) int {
 	case "version", "--version":
 		printVersion(os.Stdout)
 	case "help", "-h", "-help", "--help":
-		usage()
+		usage(os.Stdout)
 	default:
 		fmt.Fprintf(os.Stderr, "placementd: unknown command %q\n\n", args[0])
-		usage()
+		usage(os.Stderr)
 		return 2
 	}
 	if err != nil {

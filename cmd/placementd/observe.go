@@ -40,13 +40,13 @@ func raftLogger(log *slog.Logger) hclog.Logger {
 }
 
 // withProbes serves /healthz and /readyz (unauthenticated) and /metrics
-// (with the cluster secret, as the operator API) on the API port, answered
-// by this node, never forwarded to the leader; every other path goes to
-// the cluster front. Paths are matched exactly: the Placement API sees
-// every other path as it came. --metrics-addr serves /metrics without the
-// secret on a listener of its own (metricsHandler).
-func withProbes(front *front.Handler, m *metrics.Metrics) http.Handler {
-	promHandler := front.RequireSecret(m.Handler())
+// (to whom metricsAccess lets in) on the API port, answered by this node,
+// never forwarded to the leader; every other path goes to the cluster
+// front. Paths are matched exactly: the Placement API sees every other
+// path as it came. --metrics-addr serves /metrics on a listener of its
+// own (metricsHandler).
+func withProbes(front *front.Handler, m *metrics.Metrics, access metricsAccess) http.Handler {
+	promHandler := access.guard(m.Handler(), true)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
@@ -68,9 +68,10 @@ func withProbes(front *front.Handler, m *metrics.Metrics) http.Handler {
 }
 
 // metricsHandler serves /metrics alone, for --metrics-addr: a listener an
-// operator keeps on a loopback or private address for Prometheus.
-func metricsHandler(m *metrics.Metrics) http.Handler {
+// operator keeps on a loopback or private address for Prometheus (with
+// the metrics token when one is set).
+func metricsHandler(m *metrics.Metrics, access metricsAccess) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /metrics", access.guard(m.Handler(), false))
 	return mux
 }

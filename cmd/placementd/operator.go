@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -28,7 +30,7 @@ type operatorFlags struct {
 
 func (o *operatorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8778", "API address (host:port or URL) of any member; https://HOST:PORT for a cluster serving HTTPS")
-	fs.StringVar(&o.secret, "cluster-secret", "", "the cluster secret")
+	fs.StringVar(&o.secret, "cluster-secret", "", "the cluster secret (on a command line it shows in ps: prefer PLACEMENTD_CLUSTER_SECRET or a --config file)")
 	// Named as serve's flag, so a node's --config file serves here too.
 	// Loaded as it is parsed, so a bad file is reported as a bad flag.
 	fs.Func("tls-ca-file", "PEM `file` of the CA certificates that verify the API's certificate; implies https for an --addr without a scheme (an https:// --addr alone uses the system roots)", func(path string) error {
@@ -84,9 +86,12 @@ func clusterCommand(args []string) error {
 	fs := flag.NewFlagSet("placementd cluster "+args[0], flag.ContinueOnError)
 	var o operatorFlags
 	o.register(fs)
-	var to string
-	if args[0] == "transfer-leadership" {
+	var to, output string
+	switch args[0] {
+	case "transfer-leadership":
 		fs.StringVar(&to, "to", "", "voter to hand leadership to (default: the one Raft finds most up to date)")
+	case "status":
+		fs.StringVar(&output, "o", "table", "output: table, or json (the whole report, an unreachable member's full error included)")
 	}
 	pos, err := parseCommand(fs, args[1:])
 	if err != nil {
@@ -96,9 +101,17 @@ func clusterCommand(args []string) error {
 	defer cancel()
 	switch args[0] {
 	case "status":
+		if output != "table" && output != "json" {
+			return fmt.Errorf("-o %q: want table or json", output)
+		}
 		st, err := o.client().Status(ctx)
 		if err != nil {
 			return err
+		}
+		if output == "json" {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(st)
 		}
 		printStatus(os.Stdout, st)
 		return nil
@@ -145,6 +158,7 @@ func clusterCommand(args []string) error {
 func printStatus(w io.Writer, st front.ClusterStatus) {
 	fmt.Fprintf(w, "leader: %s  term: %d\n\n", st.Leader, st.Term)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	shortened := false
 	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST\tREGION")
 	for _, m := range st.Members {
 		role := "voter"
@@ -170,13 +184,46 @@ func printStatus(w io.Writer, st front.ClusterStatus) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s@%d\t%s\n", m.ID, role, s.State, m.Healthy,
 				s.Term, s.CommitIndex, s.AppliedIndex, s.LastSnapshotIndex, contact, m.HTTPAddr, m.RaftAddr, digest, s.StateIndex, region)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, m.Error, region)
+			reason := shortReason(m.Error)
+			shortened = shortened || reason != m.Error
+			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, reason, region)
 		}
 	}
 	tw.Flush()
+	if shortened {
+		fmt.Fprintln(w, "\n(the full errors: placementd cluster status -o json)")
+	}
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "\nwarning: %s\n", warning)
 	}
+}
+
+// shortReason is what the status table shows for a member whose report
+// could not be had: the kind of failure, not the whole dial error (which
+// -o json gives).
+func shortReason(detail string) string {
+	for _, r := range []struct{ in, short string }{
+		{"connection refused", "down: connection refused"},
+		{"deadline exceeded", "no answer: timeout"},
+		{"Client.Timeout", "no answer: timeout"},
+		{"i/o timeout", "no answer: timeout"},
+		{"no such host", "unknown host"},
+		{"no route to host", "unreachable: no route"},
+		{"network is unreachable", "unreachable: network"},
+		{"connection reset", "connection reset"},
+		{"certificate", "TLS: certificate"},
+		{"tls:", "TLS error"},
+		{"EOF", "connection closed"},
+	} {
+		if strings.Contains(detail, r.in) {
+			return r.short
+		}
+	}
+	const max = 40
+	if len(detail) > max {
+		return detail[:max-3] + "..."
+	}
+	return detail
 }
 
 const snapshotUsage = `Usage:

@@ -48,6 +48,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		return err
 	}
 	machine := fsm.New()
+	machine.OnUndecodable = stopOnUndecodable(log)
 	mtr := newMetrics(machine, log)
 	ls, err := listen(c, mtr, log)
 	if err != nil {
@@ -80,7 +81,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ls.api) }()
 	if ls.metrics != nil {
-		msrv := ls.limits.Server(metricsHandler(mtr))
+		msrv := ls.limits.Server(metricsHandler(mtr, metricsAccessOf(c)))
 		go msrv.Serve(httpguard.Listen(ls.metrics, ls.limits, nil, nil))
 		defer msrv.Close()
 		log.Info("serving /metrics", "metrics", ls.metrics.Addr().String())
@@ -253,7 +254,7 @@ func serveAPI(c *serveConfig, node *cluster.Node, authz httpapi.Authorizer, mtr 
 	c.httpLimits.apiLimits(&apiCfg)
 	api := httpapi.New(mtr.Backend(node), apiCfg)
 	fr := front.New(node, api, front.Options{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
-	var handler http.Handler = withProbes(fr, mtr)
+	var handler http.Handler = withProbes(fr, mtr, metricsAccessOf(c))
 	if c.security.apiTLS != nil {
 		handler = markTLS(handler)
 	}
@@ -282,7 +283,7 @@ func joinInBackground(ctx context.Context, c *serveConfig, node *cluster.Node, j
 				return
 			}
 		}
-		if err := front.JoinCluster(ctx, node, dedupe(targets), cf.secret, cf.nonVoter); err != nil {
+		if err := joinLogged(ctx, node, dedupe(targets), cf.secret, cf.nonVoter, log); err != nil {
 			if ctx.Err() == nil {
 				log.Error("joining the cluster failed", "error", err)
 			}
@@ -305,12 +306,15 @@ func gracefulStop(node *cluster.Node, fr *front.Handler, srv *http.Server, cf *c
 		log.Warn("waiting for proposed writes", "error", err)
 	}
 	left := false
+	// A node that never joined has nothing to leave (Leave does nothing
+	// for it) and must not say it left.
+	member := node.IsMember()
 	if cf.leaveOnShutdown && cf.secret != "" {
 		if lerr := front.Leave(ctx, node, cf.secret); lerr != nil {
 			log.Warn("leaving the cluster failed; staying a member", "error", lerr)
 		} else {
 			left = true
-			if !node.Alone() {
+			if member && !node.Alone() {
 				log.Info("left the cluster")
 			}
 		}

@@ -37,6 +37,9 @@ type securityFlags struct {
 	// raftInsecure is --raft-insecure-plaintext: Raft without TLS even
 	// with a cluster secret or several members.
 	raftInsecure bool
+	// raftLocalOnly: raftTLS is keyed by the data dir's own secret
+	// (localRaftTLS), which no other node has: no cluster of several.
+	raftLocalOnly bool
 	// Built by loadTLS: the API's server side (nil: plain HTTP), the
 	// client side for the peers' APIs, and Raft's mutual TLS.
 	apiTLS, peerAPITLS, raftTLS *tls.Config
@@ -185,10 +188,10 @@ func (c *securityFlags) keystoneConfig() (*httpapi.KeystoneConfig, error) {
 
 // raftAuth settles how Raft peers prove membership, after loadTLS: the
 // --raft-tls-* files when given; else, with a cluster secret, mutual TLS
-// with a CA derived from it (cluster.RaftTLSFromSecret); else plain TCP,
-// which a node accepts only on a loopback Raft address (a single node on
-// one machine, `placementd serve` with no flags) or with
-// --raft-insecure-plaintext. checkRaftPeers refuses the multi-node cases
+// with a CA derived from it (cluster.RaftTLSFromSecret); else a lone node
+// on a loopback Raft address (`placementd serve` with no flags), whose
+// Raft localRaftTLS then keys with its data dir's own secret; or plain TCP
+// with --raft-insecure-plaintext. checkRaftPeers refuses the multi-node cases
 // once the membership is known.
 func (c *securityFlags) raftAuth(secret, nodeID, raftAddr string, log *slog.Logger) error {
 	if c.raftInsecure {
@@ -219,7 +222,7 @@ func (c *securityFlags) raftAuth(secret, nodeID, raftAddr string, log *slog.Logg
 // more than one node: one to join or form (--join, --bootstrap-expect),
 // or one the Raft state already knows (members).
 func (c *securityFlags) checkRaftPeers(joins []string, bootstrapExpect, members int) error {
-	if c.raftTLS != nil || c.raftInsecure {
+	if c.raftTLS != nil && !c.raftLocalOnly || c.raftInsecure {
 		return nil
 	}
 	const fix = "give every node --cluster-secret (Raft then uses mutual TLS derived from it) or --raft-tls-cert-file/--raft-tls-key-file/--raft-tls-ca-file; --raft-insecure-plaintext accepts the risk"

@@ -26,7 +26,7 @@ type serveConfig struct {
 	authStrategy                        string
 	noauth2InsecureRemote               bool
 	logFormat, logLevel                 string
-	metricsAddr                         string
+	metricsAddr, metricsToken           string
 	pprofAddr                           string
 	gcHeapFloorMB                       int
 	requestTimeout                      time.Duration
@@ -70,7 +70,7 @@ type clusterFlags struct {
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.join, "join", "", "comma-separated API addresses (host:port) of members of a cluster to join; a fresh node without --join starts a new single-node cluster")
 	fs.IntVar(&c.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster of this many voters at once: --join lists exactly those nodes, and each fresh node among them starts the cluster with all of them once every one answers with no Raft state (any with state: join instead); for nodes given the same flags, such as a StatefulSet's pods")
-	fs.StringVar(&c.secret, "cluster-secret", "", "shared secret of the cluster: needed to join and for the operator API (/_cluster/...); give every node the same")
+	fs.StringVar(&c.secret, "cluster-secret", "", "shared secret of the cluster: needed to join and for the operator API (/_cluster/...); give every node the same. On a command line it shows in ps: set PLACEMENTD_CLUSTER_SECRET or put it in the --config file instead")
 	fs.BoolVar(&c.nonVoter, "non-voter", false, "join as a non-voting member (a read replica, e.g. in a remote region)")
 	fs.StringVar(&c.raftAdvertise, "raft-advertise", "", "Raft address other nodes dial (default: --raft-addr, which must then be a specific IP)")
 	fs.StringVar(&c.httpAdvertise, "http-advertise", "", "API address other nodes forward requests to (default: --http-addr, or the hostname with its port when it binds all interfaces)")
@@ -138,7 +138,8 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.IntVar(&c.gcHeapFloorMB, "gc-heap-floor-mb", gcfloor.DefaultFloorMB, "let the heap grow by at least this many MiB between garbage collections while the live heap is small (GOGC raised; past twice the floor, by half the live heap: GOGC 50); 0, or GOGC/GOMEMLIMIT in the environment, leaves Go's default")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "also serve /metrics, without the cluster secret, on this address (keep it loopback or private); on --http-addr /metrics needs the cluster secret")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "also serve /metrics on this address, to anyone unless --metrics-token is set (keep it loopback or private); on --http-addr /metrics needs --metrics-token or the cluster secret, or comes from loopback on a node with neither")
+	fs.StringVar(&c.metricsToken, "metrics-token", "", "a bearer token for scrapers that opens /metrics and nothing else (not the operator API, joining, read index or snapshots); must differ from --cluster-secret; prefer PLACEMENTD_METRICS_TOKEN to the command line")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve Go's runtime profiles (net/http/pprof, /debug/pprof/) on this loopback address, for profiling; off when empty")
 	fs.BoolVar(&c.candidates.randomize, "randomize-allocation-candidates", false, "return a random sample of the allocation candidates instead of the first ones in a fixed order, as upstream's [placement] randomize_allocation_candidates")
 	fs.IntVar(&c.candidates.max, "max-allocation-candidates", httpapi.DefaultMaxAllocationCandidates, "bound on the candidates an allocation-candidates search generates before limit applies (-1: no bound), as upstream's [placement] max_allocation_candidates (whose default is -1)")
@@ -221,6 +222,9 @@ func serve(args []string) error {
 	if s := c.candidates.strategy; s != "depth-first" && s != "breadth-first" {
 		return fmt.Errorf("--allocation-candidates-generation-strategy %q: want depth-first or breadth-first", s)
 	}
+	if err := checkMetricsToken(c.metricsToken, c.cluster.secret); err != nil {
+		return err
+	}
 	if c.gcHeapFloorMB < 0 {
 		return fmt.Errorf("--gc-heap-floor-mb %d: want 0 (off) or more", c.gcHeapFloorMB)
 	}
@@ -252,6 +256,9 @@ func serve(args []string) error {
 	}
 	id, err := nodeID(c.nodeID, c.dataDir)
 	if err != nil {
+		return err
+	}
+	if err := c.security.localRaftTLS(c.dataDir, id, log); err != nil {
 		return err
 	}
 	authz, err := newAuthorizer(c, log)

@@ -19,6 +19,8 @@ bin=${PLACEMENTD_BIN:-$root/bin/placementd}
 [[ -x $bin ]] || { echo "ops-check: $bin not built (make build)" >&2; exit 2; }
 work=$(mktemp -d /tmp/placementd-ops-check.XXXXXX)
 secret=ops-check-$RANDOM$RANDOM
+# The scrape credential the guide gives Prometheus (opens /metrics only).
+metrics_token=ops-check-metrics-$RANDOM$RANDOM
 declare -A pid http raft
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -35,7 +37,7 @@ say() { echo "== $*"; }
 start() {
   local n=$1; shift
   [[ -n ${http[$n]:-} ]] || { http[$n]=$(free_port); raft[$n]=$(free_port); }
-  "$bin" serve --node-id "$n" --http-addr "127.0.0.1:${http[$n]}" --raft-addr "127.0.0.1:${raft[$n]}" \
+  PLACEMENTD_METRICS_TOKEN=$metrics_token "$bin" serve --node-id "$n" --http-addr "127.0.0.1:${http[$n]}" --raft-addr "127.0.0.1:${raft[$n]}" \
     --data-dir "$work/$n" --cluster-secret "$secret" "$@" >>"$work/$n.log" 2>&1 &
   pid[$n]=$!
 }
@@ -66,7 +68,7 @@ api() { # api METHOD NODE PATH [BODY] -> status code
     ${4:+-d "$4"} "127.0.0.1:${http[$2]}$3"
 }
 metric() { # metric NODE SERIES -> value
-  curl -fsS -m 5 -H "Authorization: Bearer $secret" "127.0.0.1:${http[$1]}/metrics" | awk -v s="$2" '$1==s {print $2}'
+  curl -fsS -m 5 -H "Authorization: Bearer $metrics_token" "127.0.0.1:${http[$1]}/metrics" | awk -v s="$2" '$1==s {print $2}'
 }
 digest_of() { self "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["digest"], d["state_index"])'; }
 
@@ -93,6 +95,8 @@ for _ in $(seq 50); do [[ $(metric n2 placementd_resource_providers) == 1 ]] && 
 [[ $(metric n2 placementd_resource_providers) == 1 ]] || fail "state metric on n2"
 [[ $(metric "$leader" 'placementd_http_requests_total{method="POST",route="/resource_providers",status="200"}') == 1 ]] ||
   fail "request counted on the leader $leader"
+[[ $(curl -s -o /dev/null -w '%{http_code}' -m 5 -H "Authorization: Bearer $metrics_token" "127.0.0.1:${http[n1]}/_cluster/status") == 401 ]] ||
+  fail "the metrics token opened the operator API"
 echo "probes and metrics ok (leader $leader)"
 
 say "3. openstack CLI through a follower"

@@ -183,16 +183,45 @@ func (c *ProcCluster) Running() Procs {
 }
 
 // must runs one of Procs' waits for up to ProcTimeout and fails the test
-// if it fails.
+// if it fails. A node that exits by itself during the wait (a port taken,
+// a refused flag) ends it at once, with that node's exit and log.
 func must[T any](c *ProcCluster, wait func(context.Context) (T, error)) T {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ProcTimeout)
 	defer cancel()
+	ctx, crashed := context.WithCancelCause(ctx)
+	defer crashed(nil)
+	go c.watchCrashes(ctx, crashed)
 	v, err := wait(ctx)
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != ctx.Err() {
+		err = fmt.Errorf("gave up waiting: %v", cause)
+	}
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	return v
+}
+
+// watchCrashes cancels ctx with the first crash of a node (an exit nobody
+// asked for) that happens while ctx lasts.
+func (c *ProcCluster) watchCrashes(ctx context.Context, crashed context.CancelCauseFunc) {
+	before := map[*Proc]int{}
+	for _, n := range c.Nodes {
+		before[n] = len(n.Crashes())
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		for _, n := range c.Nodes {
+			if crashes := n.Crashes(); len(crashes) > before[n] {
+				crashed(fmt.Errorf("%s; its log ends:\n%s", crashes[len(crashes)-1], n.LogTail(2000)))
+				return
+			}
+		}
+	}
 }
 
 // Status waits until a running node that knows the leader answers the

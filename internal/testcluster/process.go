@@ -34,9 +34,13 @@ func Build(dir string, tags ...string) (string, error) {
 }
 
 // FreeAddr returns host:port with a port free at the moment on ip, never
-// one it returned before in this process: clusters of tests running in
-// parallel pick their ports on the same addresses, and the kernel may hand
-// a port just released by one to the other before the first binds it.
+// a port it returned before in this process (on any address): clusters of
+// tests running in parallel pick their ports on the same addresses, and
+// the kernel may hand a port just released by one to the other before the
+// first binds it. The port is free on ip only: one to be bound on the
+// wildcard address (0.0.0.0) must be asked for there, where it is free on
+// every address (other test processes hold ports on 127.0.0.x and lab
+// addresses).
 func FreeAddr(ip string) (string, error) {
 	for try := 0; ; try++ {
 		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
@@ -45,13 +49,14 @@ func FreeAddr(ip string) (string, error) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		if _, given := handedOut.LoadOrStore(addr, true); !given || try == 100 {
+		_, port, _ := net.SplitHostPort(addr)
+		if _, given := handedOut.LoadOrStore(port, true); !given || try == 100 {
 			return addr, nil
 		}
 	}
 }
 
-// handedOut holds the addresses FreeAddr returned.
+// handedOut holds the ports FreeAddr returned.
 var handedOut sync.Map
 
 // Proc is one placementd process; the fields are its flags. A node keeps
@@ -220,6 +225,16 @@ func (n *Proc) Wipe() error {
 		return fmt.Errorf("%s is running", n.ID)
 	}
 	return os.RemoveAll(n.DataDir)
+}
+
+// Exited is nil while the node runs; after it exited, an error with how
+// its last run ended and the end of its log, for a wait to give up on a
+// node that will never answer (return it through Abort).
+func (n *Proc) Exited() error {
+	if n.Running() {
+		return nil
+	}
+	return fmt.Errorf("%s is not running (last exit: %v); its log ends:\n%s", n.ID, n.LastExit(), n.LogTail(2000))
 }
 
 // Crashes lists the exits of the node nobody asked for.

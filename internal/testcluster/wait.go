@@ -28,14 +28,18 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error
 }
 
 // Poll calls cond until it returns nil or ctx is done; then it returns
-// cond's last error. For code that cannot fail a test itself (goroutines,
-// the waits of Procs).
+// cond's last error. An error of cond made by Abort ends it at once. For
+// code that cannot fail a test itself (goroutines, the waits of Procs).
 func Poll(ctx context.Context, cond func() error) error {
 	wait := minPoll
 	for {
 		err := cond()
 		if err == nil {
 			return nil
+		}
+		var a aborted
+		if errors.As(err, &a) {
+			return a.error
 		}
 		select {
 		case <-ctx.Done():
@@ -45,6 +49,13 @@ func Poll(ctx context.Context, cond func() error) error {
 		wait = min(2*wait, maxPoll)
 	}
 }
+
+// Abort wraps an error that no further waiting can cure (the awaited
+// node exited): Poll and WaitFor return it at once instead of waiting
+// out their timeout.
+func Abort(err error) error { return aborted{err} }
+
+type aborted struct{ error }
 
 // Check turns a condition and a description into an error for WaitFor:
 // nil when ok, else an error formatted from format and args.

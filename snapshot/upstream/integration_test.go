@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -34,19 +35,9 @@ import (
 
 const secret = "migration-test-secret"
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // process runs a command until the test ends; its output goes to a file
-// shown when the test fails.
-func process(t *testing.T, name string, cmd *exec.Cmd) {
+// shown when the test fails. The channel is closed when it exits.
+func process(t *testing.T, name string, cmd *exec.Cmd) <-chan struct{} {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	log, err := os.Create(logPath)
@@ -58,10 +49,12 @@ func process(t *testing.T, name string, cmd *exec.Cmd) {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		// The process group: the ones this test started, nothing else.
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
+		<-exited
 		log.Close()
 		if t.Failed() {
 			out, _ := os.ReadFile(logPath)
@@ -71,11 +64,19 @@ func process(t *testing.T, name string, cmd *exec.Cmd) {
 			t.Logf("%s output (tail):\n%s", name, out)
 		}
 	})
+	return exited
 }
 
-func waitHTTP(t *testing.T, url string, timeout time.Duration) {
+// waitHTTP waits until url answers 200; it gives up at once when the
+// server's process has exited (say its port was taken meanwhile).
+func waitHTTP(t *testing.T, url string, exited <-chan struct{}, timeout time.Duration) {
 	t.Helper()
 	testcluster.WaitFor(t, timeout, url+" answers 200", func() error {
+		select {
+		case <-exited:
+			return testcluster.Abort(errors.New("the server exited (its output is below)"))
+		default:
+		}
 		resp, err := http.Get(url)
 		if err != nil {
 			return err
@@ -122,12 +123,15 @@ enforce_new_defaults = false
 	if err := os.WriteFile(script, []byte(refServer), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr, err := testcluster.FreeAddr("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	host, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command("/usr/bin/python3", script, host, port)
 	cmd.Env = append(os.Environ(), "OS_PLACEMENT_CONFIG_DIR="+dir)
-	process(t, "upstream-placement", cmd)
-	waitHTTP(t, "http://"+addr+"/", 30*time.Second)
+	exited := process(t, "upstream-placement", cmd)
+	waitHTTP(t, "http://"+addr+"/", exited, 30*time.Second)
 	return "http://" + addr
 }
 

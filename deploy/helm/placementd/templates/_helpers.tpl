@@ -57,6 +57,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- default (printf "%s-cluster-secret" (include "placementd.fullname" .)) .Values.clusterSecret.existingSecret -}}
 {{- end -}}
 
+{{- define "placementd.metricsTokenSecretName" -}}
+{{- default (printf "%s-metrics-token" (include "placementd.fullname" .)) .Values.metrics.token.existingSecret -}}
+{{- end -}}
+
 {{- define "placementd.keystoneSecretName" -}}
 {{- default (printf "%s-keystone" (include "placementd.fullname" .)) .Values.keystone.existingSecret -}}
 {{- end -}}

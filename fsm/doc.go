@@ -35,8 +35,8 @@
 //     read it unchanged.
 //   - Snapshot files (snapshotfile.go, SnapshotVersion): a header line
 //     "placementd-snapshot v1", then the body of that version (for v1 the
-//     gzip-compressed JSON of state.Image, which package snapshot encodes
-//     and decodes). Raft snapshots, backups and the state digest use it.
+//     gzip-compressed JSON of state.Image, which fsm/image encodes and
+//     decodes). Raft snapshots, backups and the state digest use it.
 //   - Raft snapshots written by package cluster: the cluster's section, a
 //     line "placementd-cluster v2 " with its payload (ClusterSectionVersion;
 //     the cluster decodes the payload by the version ReadClusterSection
@@ -63,6 +63,8 @@
 // cannot be decoded stops the node (panic) rather than let replicas
 // diverge.
 //
-// fsm imports fsm/state, snapshot (the body codec) and hashicorp/raft's
-// FSM interface; never cluster, httpapi or Raft's stores and transport.
+// fsm imports fsm/state, fsm/image (the snapshot body's codec) and
+// hashicorp/raft's FSM interface; never cluster, httpapi, snapshot/...
+// (the migration tools, which read and write export documents, not
+// persisted formats) or Raft's stores and transport.
 package fsm

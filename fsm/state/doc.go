@@ -41,8 +41,8 @@
 // million consumers this is what keeps the state small.
 //
 // It must not import hashicorp/raft, net/http, gorilla/mux, cluster,
-// httpapi, fsm or snapshot (nor anything that does): the state is the
-// domain alone, deterministic and testable without a node; fsm and
-// snapshot depend on it, never the reverse. internal/layering's test
-// enforces this.
+// httpapi, fsm, fsm/image or snapshot/... (nor anything that does): the
+// state is the domain alone, deterministic and testable without a node;
+// fsm, its codec and the migration tools depend on it, never the
+// reverse. internal/layering's test enforces this.
 package state

@@ -65,6 +65,12 @@ type rule struct {
 var rules = []rule{
 	{"fsm/state", false, []string{"github.com/hashicorp/raft/...", "net/http/...", "github.com/gorilla/mux", "./cluster/...", "./httpapi/...", "./fsm", "./snapshot/..."},
 		"the state is the domain alone, deterministic, testable without a node"},
+	{"fsm/image", false, []string{"github.com/hashicorp/raft/...", "net/http/...", "./cluster/...", "./httpapi/...", "./fsm", "./fsm/candidates", "./snapshot/..."},
+		"the snapshot body's codec and the digest stand on the state alone, usable without a node"},
+	{"fsm/state", false, []string{"./fsm/image"}, "the codec depends on the state, never the reverse"},
+	{"fsm/...", false, []string{"./snapshot/..."},
+		"fsm owns the persisted formats; the migration tools in snapshot/ build on it, never the reverse (no loop between fsm/ and snapshot/)"},
+	{"snapshot/...", false, []string{"./fsm/image"}, "the migration tools read and write export documents, not persisted formats"},
 	{"fsm/candidates", false, []string{"github.com/hashicorp/raft/...", "net/http/...", "github.com/gorilla/mux", "./cluster/...", "./httpapi/...", "./fsm"},
 		"candidate search is domain logic over one state version"},
 	// fsm implements raft.FSM, and hashicorp/raft itself pulls in

@@ -14,8 +14,9 @@
 //
 //   - Log entries (envelope.go, EntryVersion): JSON
 //     {"v":1,"k":kind,"t":time,"p":payload}, the payload the command's
-//     JSON. The proposing node fills in the time; Apply never reads a
-//     clock. A batch entry (version 2, written by the cluster's group
+//     JSON; the kinds and the command each names are one table
+//     (commands.go), checked against fsm/state's commands. The
+//     proposing node fills in the time; Apply never reads a clock. A batch entry (version 2, written by the cluster's group
 //     commit) is {"v":2,"k":"batch","p":[entry,entry,...]}: two or more
 //     single-command entries, each with its own time, applied in order as
 //     if they were consecutive entries, with one Result each. Version 3

@@ -5,11 +5,6 @@ import (
 	"strings"
 )
 
-func init() {
-	RegisterCommand(func() Command { return &SetAllocations{} })
-	RegisterCommand(func() Command { return &DeleteConsumerAllocations{} })
-}
-
 // AllocationRequest is an amount of one class a consumer asks for on one
 // provider.
 type AllocationRequest struct {

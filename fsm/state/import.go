@@ -13,10 +13,6 @@ import (
 // with their uuids, names, identifiers and generations as the source had
 // them.
 
-func init() {
-	RegisterCommand(func() Command { return &ImportChunk{} })
-}
-
 // ImportChunk adds part of an imported state. The first chunk of an import
 // (First) requires a store holding nothing but the standard classes and
 // traits, or, with Replace, discards what the store holds. A chunk may refer

@@ -1,7 +1,8 @@
 package fsm
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/placementd/placementd/fsm/state"
 )
@@ -44,11 +45,4 @@ func NewCommand(kind string) state.Command {
 }
 
 // CommandKinds lists every command kind, sorted.
-func CommandKinds() []string {
-	out := make([]string, 0, len(commands))
-	for k := range commands {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func CommandKinds() []string { return slices.Sorted(maps.Keys(commands)) }

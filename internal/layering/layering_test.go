@@ -71,6 +71,7 @@ var rules = []rule{
 	{"fsm/...", false, []string{"./snapshot/..."},
 		"fsm owns the persisted formats; the migration tools in snapshot/ build on it, never the reverse (no loop between fsm/ and snapshot/)"},
 	{"snapshot/...", false, []string{"./fsm/image"}, "the migration tools read and write export documents, not persisted formats"},
+	{"fsm/candidates", false, []string{"./fsm/image", "./snapshot/..."}, "candidate search reads a state version, never a persisted format"},
 	{"fsm/candidates", false, []string{"github.com/hashicorp/raft/...", "net/http/...", "github.com/gorilla/mux", "./cluster/...", "./httpapi/...", "./fsm"},
 		"candidate search is domain logic over one state version"},
 	// fsm implements raft.FSM, and hashicorp/raft itself pulls in

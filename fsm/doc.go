@@ -5,8 +5,9 @@
 //
 // # Formats
 //
-// Every persisted format is defined here, each with its version, and
-// every reader checks the version in one place (version.go): data in a
+// Every persisted format is defined here (the snapshot body's codec in
+// fsm/image, a package of fsm's), each with its version, and every
+// reader checks the version in one place (version.go): data in a
 // version newer than this build's is refused with a VersionError saying
 // so ("log entry format v4 was written by a newer placementd: this build
 // reads up to v3; upgrade it"), never misread. A build reads every

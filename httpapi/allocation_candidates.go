@@ -113,10 +113,40 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 		subtreeSuffixes.add(set.list...)
 	}
 
-	groups, bySuffix, e := parseRequestGroups(r, v)
-	if e != nil {
-		return nil, e
+	// Request groups, in the order their first key appears. (The list is
+	// built here, not by a helper returning it: it then stays on the
+	// stack.)
+	keyRE := acGroupKey
+	if v.AtLeast(33) {
+		keyRE = acGroupKey133
 	}
+	var groups []*candidates.Group
+	bySuffix := map[string]*candidates.Group{}
+	// Upstream normalizes every value of required<S> and member_of<S> at
+	// each of their occurrences, to the same result: once is enough.
+	normalized := map[string]bool{}
+	for _, p := range queryPairs(r) {
+		m := keyRE.FindStringSubmatch(p.Key)
+		if m == nil {
+			continue
+		}
+		prefix, suffix := m[1], m[2]
+		g := bySuffix[suffix]
+		if g == nil {
+			g = &candidates.Group{Suffix: suffix}
+			bySuffix[suffix] = g
+			groups = append(groups, g)
+		}
+		if (prefix == "required" || prefix == "member_of") && normalized[p.Key] {
+			continue
+		}
+		normalized[p.Key] = true
+		if detail := parseGroupValue(r, g, prefix, suffix, p.Value); detail != "" {
+			return nil, acBad(detail)
+		}
+	}
+
+	var e *acError
 	if v.AtLeast(36) {
 		e = checkSubtreeGroups(groups, bySuffix, subtreeSuffixes)
 	} else {
@@ -174,54 +204,24 @@ func parseRootRequired(vals []string, req *candidates.Request) *acError {
 	return nil
 }
 
-// parseRequestGroups reads the request groups (resources, required,
-// member_of and in_tree with a suffix), in the order their first key
-// appears, and by suffix.
-func parseRequestGroups(r *http.Request, v Version) ([]*candidates.Group, map[string]*candidates.Group, *acError) {
-	keyRE := acGroupKey
-	if v.AtLeast(33) {
-		keyRE = acGroupKey133
-	}
-	var groups []*candidates.Group
-	bySuffix := map[string]*candidates.Group{}
-	// Upstream normalizes every value of required<S> and member_of<S> at
-	// each of their occurrences, to the same result: once is enough.
-	normalized := map[string]bool{}
-	for _, p := range queryPairs(r) {
-		m := keyRE.FindStringSubmatch(p.Key)
-		if m == nil {
-			continue
-		}
-		prefix, suffix := m[1], m[2]
-		g := bySuffix[suffix]
-		if g == nil {
-			g = &candidates.Group{Suffix: suffix}
-			bySuffix[suffix] = g
-			groups = append(groups, g)
-		}
-		if (prefix == "required" || prefix == "member_of") && normalized[p.Key] {
-			continue
-		}
-		normalized[p.Key] = true
-		var detail string
-		switch prefix {
-		case "resources":
-			g.Resources, detail = normalizeResources(p.Value)
-		case "required":
-			g.Required, g.Forbidden, detail = normalizeRequiredTraits(r, suffix)
-		case "member_of":
-			g.MemberOf, g.ForbiddenAggs, detail = normalizeMemberOf(r, suffix)
-		case "in_tree":
-			g.InTree = pyStrip(p.Value)
-			if schema.UUIDLikeHex(g.InTree) == "" {
-				detail = "Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: " + p.Value
-			}
-		}
-		if detail != "" {
-			return nil, nil, acBad(detail)
+// parseGroupValue reads one value of a request group's key (prefix is
+// resources, required, member_of or in_tree) into g, or explains why it
+// is bad.
+func parseGroupValue(r *http.Request, g *candidates.Group, prefix, suffix, value string) (detail string) {
+	switch prefix {
+	case "resources":
+		g.Resources, detail = normalizeResources(value)
+	case "required":
+		g.Required, g.Forbidden, detail = normalizeRequiredTraits(r, suffix)
+	case "member_of":
+		g.MemberOf, g.ForbiddenAggs, detail = normalizeMemberOf(r, suffix)
+	case "in_tree":
+		g.InTree = pyStrip(value)
+		if schema.UUIDLikeHex(g.InTree) == "" {
+			detail = "Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: " + value
 		}
 	}
-	return groups, bySuffix, nil
+	return detail
 }
 
 // checkSubtreeGroups is upstream's check from 1.36: some group has

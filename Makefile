@@ -115,7 +115,7 @@ FUZZMINIMIZE ?= 5s
 FUZZPARALLEL ?= 1
 FUZZ ?= .
 FUZZLOG ?= /tmp/placementd-fuzz
-FUZZ_PACKAGES := ./fsm ./snapshot ./httpapi ./httpapi/schema ./httpapi/policy
+FUZZ_PACKAGES := ./fsm ./httpapi ./httpapi/schema ./httpapi/policy
 .PHONY: fuzz
 fuzz:
 	@mkdir -p $(FUZZLOG); : > $(FUZZLOG)/summary.txt; \

@@ -8,8 +8,8 @@ import (
 
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/fsm/image"
 	"github.com/placementd/placementd/fsm/state"
-	"github.com/placementd/placementd/snapshot"
 )
 
 func TestSeedRestoreChecksTheFileAndTheDataDir(t *testing.T) {
@@ -23,7 +23,7 @@ func TestSeedRestoreChecksTheFileAndTheDataDir(t *testing.T) {
 
 	dir := t.TempDir()
 	got, err := cluster.SeedRestore(data, dir)
-	if err != nil || got != snapshot.Digest(img) {
+	if err != nil || got != image.Digest(img) {
 		t.Fatalf("SeedRestore: %q %v", got, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, cluster.PendingRestore)); err != nil || !bytes.Equal(b, data) {

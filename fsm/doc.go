@@ -5,8 +5,9 @@
 //
 // # Formats
 //
-// Every persisted format is defined here, each with its version, and
-// every reader checks the version in one place (version.go): data in a
+// Every persisted format is defined here (the snapshot body's codec in
+// fsm/image, a package of fsm's), each with its version, and every
+// reader checks the version in one place (version.go): data in a
 // version newer than this build's is refused with a VersionError saying
 // so ("log entry format v4 was written by a newer placementd: this build
 // reads up to v3; upgrade it"), never misread. A build reads every
@@ -14,8 +15,9 @@
 //
 //   - Log entries (envelope.go, EntryVersion): JSON
 //     {"v":1,"k":kind,"t":time,"p":payload}, the payload the command's
-//     JSON. The proposing node fills in the time; Apply never reads a
-//     clock. A batch entry (version 2, written by the cluster's group
+//     JSON; the kinds and the command each names are one table
+//     (commands.go), checked against fsm/state's commands. The
+//     proposing node fills in the time; Apply never reads a clock. A batch entry (version 2, written by the cluster's group
 //     commit) is {"v":2,"k":"batch","p":[entry,entry,...]}: two or more
 //     single-command entries, each with its own time, applied in order as
 //     if they were consecutive entries, with one Result each. Version 3
@@ -35,8 +37,8 @@
 //     read it unchanged.
 //   - Snapshot files (snapshotfile.go, SnapshotVersion): a header line
 //     "placementd-snapshot v1", then the body of that version (for v1 the
-//     gzip-compressed JSON of state.Image, which package snapshot encodes
-//     and decodes). Raft snapshots, backups and the state digest use it.
+//     gzip-compressed JSON of state.Image, which fsm/image encodes and
+//     decodes). Raft snapshots, backups and the state digest use it.
 //   - Raft snapshots written by package cluster: the cluster's section, a
 //     line "placementd-cluster v2 " with its payload (ClusterSectionVersion;
 //     the cluster decodes the payload by the version ReadClusterSection
@@ -63,6 +65,8 @@
 // cannot be decoded stops the node (panic) rather than let replicas
 // diverge.
 //
-// fsm imports fsm/state, snapshot (the body codec) and hashicorp/raft's
-// FSM interface; never cluster, httpapi or Raft's stores and transport.
+// fsm imports fsm/state, fsm/image (the snapshot body's codec) and
+// hashicorp/raft's FSM interface; never cluster, httpapi, snapshot/...
+// (the migration tools, which read and write export documents, not
+// persisted formats) or Raft's stores and transport.
 package fsm

@@ -22,7 +22,7 @@ import (
 // rejected, must leave the indexes consistent, and must give the same
 // results on two replicas (Apply is deterministic).
 //
-// Seeds: every registered kind with an empty payload, batches of them, and
+// Seeds: every kind in the table (commands.go) with an empty payload, batches of them, and
 // the entries the httpapi fuzz seeds produce (go test ./httpapi -run
 // '^Fuzz' -fuzz.record-decoder-seeds).
 func FuzzDecodeEntry(f *testing.F) {
@@ -31,7 +31,7 @@ func FuzzDecodeEntry(f *testing.F) {
 		f.Fatal(err)
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, kind := range state.CommandKinds() {
+	for _, kind := range fsm.CommandKinds() {
 		f.Add([]byte(fmt.Sprintf(`{"v":1,"k":%q,"t":"2026-01-02T03:04:05Z","p":{}}`, kind)))
 		f.Add([]byte(fmt.Sprintf(`{"v":1,"k":%q,"t":"2026-01-02T03:04:05Z","p":null}`, kind)))
 	}

@@ -157,7 +157,7 @@ func Decode(data []byte) ([]Entry, error) {
 }
 
 func decodeCommand(env envelope) (Entry, error) {
-	cmd := state.NewCommand(env.Kind)
+	cmd := NewCommand(env.Kind)
 	if cmd == nil {
 		return Entry{}, fmt.Errorf("log entry: unknown command kind %q", env.Kind)
 	}

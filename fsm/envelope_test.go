@@ -59,7 +59,7 @@ func TestEncodeWritesWhatEncodingJSONWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		std := state.NewCommand(cmd.Kind())
+		std := NewCommand(cmd.Kind())
 		if err := stdjson.Unmarshal(payload, std); err != nil {
 			t.Fatal(err)
 		}

@@ -13,11 +13,11 @@ import (
 )
 
 // persistedRoots are the types log entries and snapshots are encoded
-// from: every registered command and the state image.
+// from: every command in the table (commands.go) and the state image.
 func persistedRoots() []reflect.Type {
 	var out []reflect.Type
-	for _, kind := range state.CommandKinds() {
-		out = append(out, reflect.TypeOf(state.NewCommand(kind)).Elem())
+	for _, kind := range CommandKinds() {
+		out = append(out, reflect.TypeOf(NewCommand(kind)).Elem())
 	}
 	return append(out, reflect.TypeOf(state.Image{}))
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/placementd/placementd/fsm/image"
 	"github.com/placementd/placementd/fsm/state"
-	"github.com/placementd/placementd/snapshot"
 )
 
 // Result is what Apply returns through raft's ApplyFuture.Response: the
@@ -151,7 +151,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // same state.
 func (f *FSM) Digest() (string, uint64) {
 	img := f.Version().Image()
-	return snapshot.Digest(img), img.LastIndex
+	return image.Digest(img), img.LastIndex
 }
 
 type fsmSnapshot struct{ version *state.Store }

@@ -441,8 +441,8 @@ func isZeroJSON(v any) bool {
 	return false
 }
 
-// The golden logs hold every registered command kind, each both alone in
-// an entry and inside a batch, and entries of every envelope version this
+// The golden logs hold every command kind in the table (commands.go),
+// each both alone in an entry and inside a batch, and entries of every envelope version this
 // build writes: a new command or version fails here until a golden
 // scenario uses it.
 func TestGoldenCoversEveryKind(t *testing.T) {
@@ -468,7 +468,7 @@ func TestGoldenCoversEveryKind(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range state.CommandKinds() {
+	for _, kind := range CommandKinds() {
 		if !single[kind] {
 			t.Errorf("no golden entry holds %s alone (v1): add a scenario to golden_cases_test.go and run go test ./fsm -run TestWriteGolden -update-golden", kind)
 		}
@@ -553,8 +553,8 @@ func TestGoldenFieldsCovered(t *testing.T) {
 		}
 	}
 	var commandTypes []reflect.Type
-	for _, kind := range state.CommandKinds() {
-		commandTypes = append(commandTypes, reflect.TypeOf(state.NewCommand(kind)).Elem())
+	for _, kind := range CommandKinds() {
+		commandTypes = append(commandTypes, reflect.TypeOf(NewCommand(kind)).Elem())
 	}
 	for _, field := range fieldsOf(commandTypes...) {
 		if !set[field] {

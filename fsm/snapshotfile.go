@@ -8,14 +8,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/placementd/placementd/fsm/image"
 	"github.com/placementd/placementd/fsm/state"
-	"github.com/placementd/placementd/snapshot"
 )
 
 // SnapshotVersion is the snapshot file format this build writes; it reads
 // every version up to it. A snapshot file is one header line,
 // "placementd-snapshot v1", then the body of that version: for v1, the
-// gzip-compressed JSON of state.Image (package snapshot encodes and
+// gzip-compressed JSON of state.Image (package fsm/image encodes and
 // decodes it). Raft snapshots, backups (`placementd snapshot save`) and
 // the state digest all use it.
 const SnapshotVersion = 1
@@ -27,7 +27,7 @@ func WriteSnapshot(w io.Writer, img *state.Image) error {
 	if _, err := fmt.Fprintf(w, "%s v%d\n", snapshotMagic, SnapshotVersion); err != nil {
 		return err
 	}
-	return snapshot.WriteBody(w, img)
+	return image.WriteBody(w, img)
 }
 
 // ReadSnapshot reads a snapshot file written by this or an older build.
@@ -45,7 +45,7 @@ func ReadSnapshot(r io.Reader) (*state.Image, error) {
 		return nil, err
 	}
 	// Every version so far has the v1 body.
-	img, err := snapshot.ReadBody(br)
+	img, err := image.ReadBody(br)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -60,7 +60,7 @@ func InspectSnapshot(data []byte) (digest string, lastIndex uint64, err error) {
 	if err != nil {
 		return "", 0, err
 	}
-	return snapshot.Digest(img), img.LastIndex, nil
+	return image.Digest(img), img.LastIndex, nil
 }
 
 // cutHeader reads a header line "MAGIC vN" or "MAGIC vN after".

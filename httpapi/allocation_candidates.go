@@ -96,28 +96,8 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 	}
 	req.Isolate = policy == "isolate"
 	if vals := queryValues(r, "root_required"); len(vals) > 0 {
-		if len(vals) > 1 {
-			return nil, &acError{"Query parameter 'root_required' may be specified only once.", state.CodeQueryDuplicateKey}
-		}
-		required, forbidden, detail := normalizeTraitsValue(vals[0], true, false)
-		if detail != "" {
-			return nil, acBad(detail)
-		}
-		var rootRequired uniqueStrings
-		for _, anyOf := range required {
-			rootRequired.add(anyOf...)
-		}
-		req.RootRequired = rootRequired.list
-		req.RootForbidden = forbidden
-		var conflicts []string
-		for _, t := range forbidden {
-			if rootRequired.has(t) {
-				conflicts = append(conflicts, t)
-			}
-		}
-		if len(conflicts) > 0 {
-			return nil, &acError{"Conflicting required and forbidden traits found in root_required: " +
-				strings.Join(conflicts, ", "), state.CodeQueryBadValue}
+		if e := parseRootRequired(vals, req); e != nil {
+			return nil, e
 		}
 	}
 	var subtreeSuffixes uniqueStrings
@@ -133,7 +113,9 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 		subtreeSuffixes.add(set.list...)
 	}
 
-	// Request groups, in the order their first key appears.
+	// Request groups, in the order their first key appears. (The list is
+	// built here, not by a helper returning it: it then stays on the
+	// stack.)
 	keyRE := acGroupKey
 	if v.AtLeast(33) {
 		keyRE = acGroupKey133
@@ -159,84 +141,23 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 			continue
 		}
 		normalized[p.Key] = true
-		var detail string
-		switch prefix {
-		case "resources":
-			g.Resources, detail = normalizeResources(p.Value)
-		case "required":
-			g.Required, g.Forbidden, detail = normalizeRequiredTraits(r, suffix)
-		case "member_of":
-			g.MemberOf, g.ForbiddenAggs, detail = normalizeMemberOf(r, suffix)
-		case "in_tree":
-			g.InTree = pyStrip(p.Value)
-			if schema.UUIDLikeHex(g.InTree) == "" {
-				detail = "Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: " + p.Value
-			}
-		}
-		if detail != "" {
+		if detail := parseGroupValue(r, g, prefix, suffix, p.Value); detail != "" {
 			return nil, acBad(detail)
 		}
 	}
 
+	var e *acError
 	if v.AtLeast(36) {
-		var resourceless []string
-		for _, g := range groups {
-			if len(g.Resources) == 0 {
-				resourceless = append(resourceless, g.Suffix)
-			}
-		}
-		if len(resourceless) == len(groups) {
-			return nil, &acError{"There must be at least one resources or resources[$S] parameter.", state.CodeQueryMissingValue}
-		}
-		var bad []string
-		for _, s := range resourceless {
-			if !subtreeSuffixes.has(s) {
-				bad = append(bad, s)
-			}
-		}
-		if len(bad) > 0 {
-			return nil, &acError{"Resourceless suffixed group request should be specified in `same_subtree` query param: bad group(s) - " +
-				pyList(bad) + ".", state.CodeQueryBadValue}
-		}
-		bad = nil
-		for _, s := range subtreeSuffixes.list {
-			if bySuffix[s] == nil {
-				bad = append(bad, s)
-			}
-		}
-		if len(bad) > 0 {
-			var all []string
-			for _, g := range groups {
-				all = append(all, g.Suffix)
-			}
-			return nil, &acError{fmt.Sprintf("Real suffixes should be specified in `same_subtree`: %s not found in %s.",
-				pyList(bad), pyList(all)), state.CodeQueryBadValue}
-		}
-	} else if e := checkOrphanGroups(groups); e != nil {
+		e = checkSubtreeGroups(groups, bySuffix, subtreeSuffixes)
+	} else {
+		e = checkOrphanGroups(groups)
+	}
+	if e != nil {
 		return nil, e
 	}
-
 	if v.AtLeast(22) {
-		var conflicts []string
-		for _, g := range groups {
-			var forbidden uniqueStrings
-			forbidden.add(g.Forbidden...)
-			for _, anyOf := range g.Required {
-				all := true
-				for _, t := range anyOf {
-					all = all && forbidden.has(t)
-				}
-				if all {
-					sorted := append([]string(nil), anyOf...)
-					sort.Strings(sorted)
-					conflicts = append(conflicts, "required"+g.Suffix+": ("+strings.Join(sorted, ", ")+")")
-				}
-			}
-		}
-		if len(conflicts) > 0 {
-			sort.Strings(conflicts)
-			return nil, acBad("Conflicting required and forbidden traits found in the following traits keys: " +
-				strings.Join(conflicts, ", "))
+		if e := checkTraitConflicts(groups); e != nil {
+			return nil, e
 		}
 	}
 
@@ -253,6 +174,121 @@ func parseCandidateRequest(r *http.Request) (*candidates.Request, *acError) {
 		req.Groups = append(req.Groups, *g)
 	}
 	return req, nil
+}
+
+// parseRootRequired reads root_required (1.35+), which may be given once.
+func parseRootRequired(vals []string, req *candidates.Request) *acError {
+	if len(vals) > 1 {
+		return &acError{"Query parameter 'root_required' may be specified only once.", state.CodeQueryDuplicateKey}
+	}
+	required, forbidden, detail := normalizeTraitsValue(vals[0], true, false)
+	if detail != "" {
+		return acBad(detail)
+	}
+	var rootRequired uniqueStrings
+	for _, anyOf := range required {
+		rootRequired.add(anyOf...)
+	}
+	req.RootRequired = rootRequired.list
+	req.RootForbidden = forbidden
+	var conflicts []string
+	for _, t := range forbidden {
+		if rootRequired.has(t) {
+			conflicts = append(conflicts, t)
+		}
+	}
+	if len(conflicts) > 0 {
+		return &acError{"Conflicting required and forbidden traits found in root_required: " +
+			strings.Join(conflicts, ", "), state.CodeQueryBadValue}
+	}
+	return nil
+}
+
+// parseGroupValue reads one value of a request group's key (prefix is
+// resources, required, member_of or in_tree) into g, or explains why it
+// is bad.
+func parseGroupValue(r *http.Request, g *candidates.Group, prefix, suffix, value string) (detail string) {
+	switch prefix {
+	case "resources":
+		g.Resources, detail = normalizeResources(value)
+	case "required":
+		g.Required, g.Forbidden, detail = normalizeRequiredTraits(r, suffix)
+	case "member_of":
+		g.MemberOf, g.ForbiddenAggs, detail = normalizeMemberOf(r, suffix)
+	case "in_tree":
+		g.InTree = pyStrip(value)
+		if schema.UUIDLikeHex(g.InTree) == "" {
+			detail = "Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: " + value
+		}
+	}
+	return detail
+}
+
+// checkSubtreeGroups is upstream's check from 1.36: some group has
+// resources, a group without is named in same_subtree, and same_subtree
+// names only groups of the request.
+func checkSubtreeGroups(groups []*candidates.Group, bySuffix map[string]*candidates.Group, subtreeSuffixes uniqueStrings) *acError {
+	var resourceless []string
+	for _, g := range groups {
+		if len(g.Resources) == 0 {
+			resourceless = append(resourceless, g.Suffix)
+		}
+	}
+	if len(resourceless) == len(groups) {
+		return &acError{"There must be at least one resources or resources[$S] parameter.", state.CodeQueryMissingValue}
+	}
+	var bad []string
+	for _, s := range resourceless {
+		if !subtreeSuffixes.has(s) {
+			bad = append(bad, s)
+		}
+	}
+	if len(bad) > 0 {
+		return &acError{"Resourceless suffixed group request should be specified in `same_subtree` query param: bad group(s) - " +
+			pyList(bad) + ".", state.CodeQueryBadValue}
+	}
+	bad = nil
+	for _, s := range subtreeSuffixes.list {
+		if bySuffix[s] == nil {
+			bad = append(bad, s)
+		}
+	}
+	if len(bad) > 0 {
+		var all []string
+		for _, g := range groups {
+			all = append(all, g.Suffix)
+		}
+		return &acError{fmt.Sprintf("Real suffixes should be specified in `same_subtree`: %s not found in %s.",
+			pyList(bad), pyList(all)), state.CodeQueryBadValue}
+	}
+	return nil
+}
+
+// checkTraitConflicts is upstream's check from 1.22: no group requires
+// only traits it also forbids.
+func checkTraitConflicts(groups []*candidates.Group) *acError {
+	var conflicts []string
+	for _, g := range groups {
+		var forbidden uniqueStrings
+		forbidden.add(g.Forbidden...)
+		for _, anyOf := range g.Required {
+			all := true
+			for _, t := range anyOf {
+				all = all && forbidden.has(t)
+			}
+			if all {
+				sorted := append([]string(nil), anyOf...)
+				sort.Strings(sorted)
+				conflicts = append(conflicts, "required"+g.Suffix+": ("+strings.Join(sorted, ", ")+")")
+			}
+		}
+	}
+	if len(conflicts) > 0 {
+		sort.Strings(conflicts)
+		return acBad("Conflicting required and forbidden traits found in the following traits keys: " +
+			strings.Join(conflicts, ", "))
+	}
+	return nil
 }
 
 // checkOrphanGroups is upstream's check before 1.36: every group needs

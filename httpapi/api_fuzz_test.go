@@ -172,12 +172,12 @@ func newFuzzAPI() (*fuzzAPI, error) {
 //
 //	go test ./httpapi -run '^Fuzz' -fuzz.record-decoder-seeds
 var recordDecoderSeeds = flag.Bool("fuzz.record-decoder-seeds", false,
-	"write the log entries and states of the fuzz seed runs as seeds of the fsm and snapshot fuzz targets")
+	"write the log entries and states of the fuzz seed runs as seeds of fsm's fuzz targets")
 
 const (
 	fixtureSnapshotFile = "../fsm/testdata/fuzz-fixture.snap"
 	entrySeedDir        = "../fsm/testdata/fuzz/FuzzDecodeEntry"
-	imageSeedDir        = "../snapshot/testdata/fuzz/FuzzSnapshotRead"
+	imageSeedDir        = "../fsm/testdata/fuzz/FuzzSnapshotRead"
 	maxImageSeeds       = 40
 )
 

@@ -17,7 +17,6 @@ import (
 	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/fsm"
-	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/internal/testcluster"
 )
@@ -38,7 +37,7 @@ func startNode(t *testing.T) *node {
 	for _, r := range httpapi.Routes() {
 		routes = append(routes, metrics.Route{Path: r.Path, Methods: r.Methods})
 	}
-	m.Preset(routes, state.CommandKinds())
+	m.Preset(routes, fsm.CommandKinds())
 	machine := fsm.New()
 	machine.OnApply = m.Applied
 	m.WatchState(machine)
@@ -128,7 +127,7 @@ func TestLabelledSeriesExistFromStart(t *testing.T) {
 			t.Errorf("%s: %v (present %v), want 0 from start", series, v, ok)
 		}
 	}
-	for _, kind := range state.CommandKinds() {
+	for _, kind := range fsm.CommandKinds() {
 		if _, ok := got[`placementd_fsm_commands_applied_total{code="",kind="`+kind+`",result="ok"}`]; !ok {
 			t.Errorf("no applied series for %s from start", kind)
 		}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/fsm/image"
 	"github.com/placementd/placementd/fsm/state"
-	"github.com/placementd/placementd/snapshot"
 	"github.com/placementd/placementd/snapshot/export"
 	"github.com/placementd/placementd/snapshot/upstream"
 )
@@ -262,7 +262,7 @@ func verifyFile(ctx context.Context, c *front.Client, doc *export.Document) ([]s
 	}
 	diffs := export.Compare(doc, export.FromImage(img))
 	if len(diffs) == 0 {
-		fmt.Printf("verified: the cluster holds what the file describes (state digest %s, as cluster status shows it)\n", snapshot.Digest(img))
+		fmt.Printf("verified: the cluster holds what the file describes (state digest %s, as cluster status shows it)\n", image.Digest(img))
 	}
 	return diffs, nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/placementd/placementd/cluster/metrics"
 	"github.com/placementd/placementd/cluster/raftlog"
 	"github.com/placementd/placementd/fsm"
-	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
 )
 
@@ -24,7 +23,7 @@ func newMetrics(machine *fsm.FSM, log *slog.Logger) *metrics.Metrics {
 	for _, r := range httpapi.Routes() {
 		routes = append(routes, metrics.Route{Path: r.Path, Methods: r.Methods})
 	}
-	m.Preset(routes, state.CommandKinds())
+	m.Preset(routes, fsm.CommandKinds())
 	machine.OnApply = m.Applied
 	m.WatchState(machine)
 	if err := m.RaftBridge(); err != nil {

@@ -25,6 +25,13 @@
 // is drawn (sample.go): a uniform sample of every candidate, in time that
 // follows the limit, without building the others.
 //
+// The files follow the search's phases: search.go runs it (run) over
+// filters.go (the request's filters before any combination), anchors.go
+// (the root providers that anchor candidates), layout.go (per anchor,
+// the providers that could serve each level), combinations.go and
+// prune.go (the walk of their product), sample.go (random answers) and
+// answer.go (candidates and summaries).
+//
 // Every search is bounded: it stops when its context ends (the request's
 // deadline, or its client going away) and when the answer it builds would
 // hold more than Options.MaxBytes; Search then returns the reason.

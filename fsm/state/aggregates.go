@@ -1,9 +1,5 @@
 package state
 
-func init() {
-	RegisterCommand(func() Command { return &SetAggregates{} })
-}
-
 // SetAggregates replaces a provider's aggregate associations. Generation
 // is nil before microversion 1.19: then nothing is compared and the
 // provider generation is left alone (clients and fixtures rely on that);

@@ -5,11 +5,6 @@ import (
 	"strings"
 )
 
-func init() {
-	RegisterCommand(func() Command { return &SetAllocations{} })
-	RegisterCommand(func() Command { return &DeleteConsumerAllocations{} })
-}
-
 // AllocationRequest is an amount of one class a consumer asks for on one
 // provider.
 type AllocationRequest struct {
@@ -163,14 +158,33 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 	if fail := s.checkConsumersAndProviders(reqs); fail != nil {
 		return nil, fail
 	}
-
-	// Upstream's allocation list: the requested allocations, or for a
-	// consumer whose allocations are emptied its old ones with used 0.
-	type line struct {
-		provider, class string
-		used            int64
+	pl, list := s.allocationList(reqs)
+	if fail := s.checkClassesAndInventories(pl, list, inv); fail != nil {
+		return nil, fail
 	}
-	var list []line
+	if fail := s.checkAmounts(pl, list, inv); fail != nil {
+		return nil, fail
+	}
+	if !writeOrder {
+		for i := range pl.consumers {
+			s.sortAllocations(pl.consumers[i].allocs)
+		}
+	}
+	return pl, nil
+}
+
+// allocLine is one line of upstream's allocation list.
+type allocLine struct {
+	provider, class string
+	used            int64
+}
+
+// allocationList makes the plan of each consumer's new allocations and
+// the usage changes, and upstream's allocation list: the requested
+// allocations, or for a consumer whose allocations are emptied its old
+// ones with used 0.
+func (s *Store) allocationList(reqs []ConsumerAllocations) (*allocPlan, []allocLine) {
+	var list []allocLine
 	pl := &allocPlan{bump: map[string]bool{}, removed: map[usageSlot]int64{}, added: map[usageSlot]int64{}}
 	for i := range reqs {
 		r := &reqs[i]
@@ -184,12 +198,12 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 		}
 		if len(r.Allocations) == 0 {
 			for _, a := range old {
-				list = append(list, line{a.ProviderUUID, a.Class, 0})
+				list = append(list, allocLine{a.ProviderUUID, a.Class, 0})
 			}
 		}
 		merged := map[usageSlot]int{}
 		for _, a := range r.Allocations {
-			list = append(list, line{a.Provider, a.Class, a.Used})
+			list = append(list, allocLine{a.Provider, a.Class, a.Used})
 			k := usageSlot{a.Provider, a.Class}
 			pl.added[k] += a.Used
 			// A provider named twice (with and without dashes) sums up.
@@ -203,11 +217,17 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 		cp.visited = len(r.Allocations) > 0 || len(old) > 0
 		pl.consumers = append(pl.consumers, cp)
 	}
+	return pl, list
+}
 
+// checkClassesAndInventories is steps 3 and 4: the classes exist, and
+// every provider of the list has inventory of one of them. The providers
+// of the list are those whose generation goes up (pl.bump).
+func (s *Store) checkClassesAndInventories(pl *allocPlan, list []allocLine, inv func(provider, class string) *Inventory) *planFailure {
 	classSet := map[string]bool{}
 	for _, l := range list {
 		if s.Classes.Get(l.class) == nil {
-			return nil, &planFailure{failNoClass, NotFoundf("No such resource class %s.", l.class)}
+			return &planFailure{failNoClass, NotFoundf("No such resource class %s.", l.class)}
 		}
 		classSet[l.class] = true
 	}
@@ -242,9 +262,14 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 		for _, id := range pyIntSetOrder(ids) {
 			classes = append(classes, names[id])
 		}
-		return nil, &planFailure{failInventory, invalidInventory(strings.Join(classes, ", "), strings.Join(missing, ", "))}
+		return &planFailure{failInventory, invalidInventory(strings.Join(classes, ", "), strings.Join(missing, ", "))}
 	}
+	return nil
+}
 
+// checkAmounts is step 5: each allocation against its inventory's
+// constraints and capacity.
+func (s *Store) checkAmounts(pl *allocPlan, list []allocLine, inv func(provider, class string) *Inventory) *planFailure {
 	asked := map[usageSlot]int64{}
 	for _, l := range list {
 		k := usageSlot{l.provider, l.class}
@@ -254,10 +279,10 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 		}
 		in := inv(l.provider, l.class)
 		if in == nil {
-			return nil, &planFailure{failInventory, invalidInventory(l.class, l.provider)}
+			return &planFailure{failInventory, invalidInventory(l.class, l.provider)}
 		}
 		if l.used < in.MinUnit || l.used > in.MaxUnit || in.StepSize == 0 || l.used%in.StepSize != 0 {
-			return nil, &planFailure{failInventory, Conflictf(CodeDefault,
+			return &planFailure{failInventory, Conflictf(CodeDefault,
 				"Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.",
 				l.class, l.provider)}
 		}
@@ -267,18 +292,13 @@ func (s *Store) planAllocations(reqs []ConsumerAllocations, inv func(provider, c
 		if capacity < float64(others+l.used) || capacity < float64(others+asked[k]) {
 			// Over capacity is tolerated when it is no worse than before.
 			if !(prev > 0 && others+asked[k] <= prev) {
-				return nil, &planFailure{failInventory, Conflictf(CodeDefault,
+				return &planFailure{failInventory, Conflictf(CodeDefault,
 					"Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.",
 					l.class, l.provider)}
 			}
 		}
 	}
-	if !writeOrder {
-		for i := range pl.consumers {
-			s.sortAllocations(pl.consumers[i].allocs)
-		}
-	}
-	return pl, nil
+	return nil
 }
 
 // checkConsumersAndProviders is what upstream checks before it writes

@@ -5,12 +5,6 @@ import (
 	"sort"
 )
 
-func init() {
-	RegisterCommand(func() Command { return &CreateResourceClass{} })
-	RegisterCommand(func() Command { return &RenameResourceClass{} })
-	RegisterCommand(func() Command { return &DeleteResourceClass{} })
-}
-
 // ClassesByID lists every resource class, standard then custom, in
 // identifier order (upstream's listing order).
 func (s *Store) ClassesByID() []*ResourceClass {

@@ -12,11 +12,12 @@
 // code, which the HTTP layer maps to a status.
 //
 // Commands travel in log entries and the state Image in snapshots, as
-// JSON written and read by package fsm, which owns those formats. Every
-// field of a command, and of the image and the records in it, carries a
-// json tag with the name it is stored under, so a Go rename changes
-// nothing on disk; a new field needs its tag and a golden entry (fsm's
-// tests fail without them).
+// JSON written and read by package fsm, which owns those formats and
+// holds the one table of command kinds (a new command is added there).
+// Every field of a command, and of the image and the records in it,
+// carries a json tag with the name it is stored under, so a Go rename
+// changes nothing on disk; a new field needs its tag and a golden entry
+// (fsm's tests fail without them).
 //
 // A Store is one version of the state, and a published version never
 // changes: its maps and index sets are persistent (pmap.go: Set and
@@ -41,8 +42,8 @@
 // million consumers this is what keeps the state small.
 //
 // It must not import hashicorp/raft, net/http, gorilla/mux, cluster,
-// httpapi, fsm or snapshot (nor anything that does): the state is the
-// domain alone, deterministic and testable without a node; fsm and
-// snapshot depend on it, never the reverse. internal/layering's test
-// enforces this.
+// httpapi, fsm, fsm/image or snapshot/... (nor anything that does): the
+// state is the domain alone, deterministic and testable without a node;
+// fsm, its codec and the migration tools depend on it, never the
+// reverse. internal/layering's test enforces this.
 package state

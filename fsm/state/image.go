@@ -137,11 +137,26 @@ func Load(img *Image) (*Store, error) {
 		ct := img.ConsumerTypes[i]
 		s.ConsumerTypes = s.ConsumerTypes.set(ct.Name, &ct)
 	}
+	providers, err := s.loadProviders(img.Providers)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadConsumers(img.Consumers, providers); err != nil {
+		return nil, err
+	}
+	s.Providers = providers.done()
+	return s, nil
+}
+
+// loadProviders builds the providers and their indexes (names, traits,
+// aggregates, children). It returns the providers still being built:
+// loadConsumers adds their usages.
+func (s *Store) loadProviders(images []ProviderImage) (providerBuilder, error) {
 	providers := newProviderBuilder()
 	names := newMapBuilder[string, string]()
 	aggIndex, children := indexBuilder{}, indexBuilder{}
 	traitGroups := traitGroupBuilder{}
-	for _, pi := range img.Providers {
+	for _, pi := range images {
 		p := &Provider{
 			ID: pi.ID, UUID: pi.UUID, Name: pi.Name, Generation: pi.Generation,
 			ParentUUID: pi.ParentUUID, RootUUID: pi.RootUUID,
@@ -169,17 +184,26 @@ func Load(img *Image) (*Store, error) {
 		providers.put(p)
 		names.set(p.Name, p.UUID)
 	}
-	if providers.byID.len() != len(img.Providers) || providers.byUUID.Len() != len(img.Providers) {
-		return nil, fmt.Errorf("state image: two providers share a uuid or an id")
+	if providers.byID.len() != len(images) || providers.byUUID.Len() != len(images) {
+		return providers, fmt.Errorf("state image: two providers share a uuid or an id")
 	}
-	for _, pi := range img.Providers {
+	for _, pi := range images {
 		if pi.ParentUUID != "" {
 			if providers.get(pi.ParentUUID) == nil {
-				return nil, fmt.Errorf("state image: provider %s has unknown parent %s", pi.UUID, pi.ParentUUID)
+				return providers, fmt.Errorf("state image: provider %s has unknown parent %s", pi.UUID, pi.ParentUUID)
 			}
 			children.add(pi.ParentUUID, pi.UUID)
 		}
 	}
+	s.ProviderByName = names.done()
+	s.TraitIndex, s.AggregateIndex, s.Children = traitGroups.done(), aggIndex.done(), children.done()
+	return providers, nil
+}
+
+// loadConsumers takes the image's consumers, adds their allocations to
+// their providers' usages and builds the consumer indexes and usage
+// totals.
+func (s *Store) loadConsumers(images []*Consumer, providers providerBuilder) error {
 	// The store takes the image's consumers as they are, not copies: a
 	// restore's image is its own, and copying a million consumers would
 	// add half as much again to the memory a restore peaks at. Interning
@@ -193,9 +217,9 @@ func Load(img *Image) (*Store, error) {
 	// name through a map of the few classes in use, not the class tree.
 	var last *Provider
 	classNames := map[string]string{}
-	for _, c := range img.Consumers {
+	for _, c := range images {
 		if c == nil {
-			return nil, fmt.Errorf("state image: a consumer is null")
+			return fmt.Errorf("state image: a consumer is null")
 		}
 		if cap(c.Allocations) != len(c.Allocations) {
 			c.Allocations = append([]Allocation(nil), c.Allocations...)
@@ -205,7 +229,7 @@ func Load(img *Image) (*Store, error) {
 			a := &c.Allocations[i]
 			if last == nil || last.UUID != a.ProviderUUID {
 				if last = providers.get(a.ProviderUUID); last == nil {
-					return nil, fmt.Errorf("state image: consumer %s allocates from unknown provider %s", c.UUID, a.ProviderUUID)
+					return fmt.Errorf("state image: consumer %s allocates from unknown provider %s", c.UUID, a.ProviderUUID)
 				}
 			}
 			a.ProviderUUID = last.UUID
@@ -243,10 +267,8 @@ func Load(img *Image) (*Store, error) {
 	for k, t := range usage {
 		usageMap.Set(k, t) // the order of insertion decides nothing
 	}
-	s.Providers, s.ProviderByName = providers.done(), names.done()
-	s.TraitIndex, s.AggregateIndex, s.Children = traitGroups.done(), aggIndex.done(), children.done()
 	s.Consumers, s.ProviderConsumers, s.Usage = consumers.done(), provConsumers.done(), HashMap[UsageKey, *UsageTotals]{usageMap.Map()}
-	return s, nil
+	return nil
 }
 
 // traitGroupBuilder builds the trait index from the providers grouped by

@@ -13,10 +13,6 @@ import (
 // with their uuids, names, identifiers and generations as the source had
 // them.
 
-func init() {
-	RegisterCommand(func() Command { return &ImportChunk{} })
-}
-
 // ImportChunk adds part of an imported state. The first chunk of an import
 // (First) requires a store holding nothing but the standard classes and
 // traits, or, with Replace, discards what the store holds. A chunk may refer
@@ -141,202 +137,248 @@ func importError(format string, args ...any) *Error {
 	return Errorf("Invalid import: "+format, args...)
 }
 
-// plan checks the whole chunk against s without changing anything.
+// plan checks the whole chunk against s without changing anything: its
+// classes, traits and consumer types, then its providers (each alone,
+// then their trees, whose parents may come later in the chunk), then its
+// consumers, which may refer to any of them.
 func (c *ImportChunk) plan(s *Store) (*importPlan, error) {
-	pl := &importPlan{nextProv: s.NextProviderID, nextClass: s.NextClassID, nextType: s.NextConsumerTypeID}
+	k := &importCheck{s: s, c: c,
+		pl: &importPlan{nextProv: s.NextProviderID, nextClass: s.NextClassID, nextType: s.NextConsumerTypeID}}
+	for _, step := range []func() error{k.classes, k.traits, k.consumerTypes, k.providers, k.trees, k.consumers} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	pl := k.pl
+	pl.nextProv = max(pl.nextProv, c.NextProviderID)
+	pl.nextClass = max(pl.nextClass, c.NextClassID)
+	pl.nextType = max(pl.nextType, c.NextConsumerTypeID)
+	return pl, nil
+}
 
-	// Resource classes.
+// importCheck is plan's work: the chunk's names and objects seen so far,
+// which later ones may refer to and must not repeat.
+type importCheck struct {
+	s  *Store
+	c  *ImportChunk
+	pl *importPlan
+
+	newClasses, newTraits, newTypes map[string]bool
+	newProvs                        map[string]*ProviderImage
+}
+
+func (k *importCheck) classes() error {
 	classIDs := map[int]bool{}
-	for rc := range s.Classes.Values() {
+	for rc := range k.s.Classes.Values() {
 		classIDs[rc.ID] = true
 	}
-	newClasses := map[string]bool{}
-	for _, rc := range c.CustomClasses {
+	k.newClasses = map[string]bool{}
+	for _, rc := range k.c.CustomClasses {
 		if !customNamePattern.MatchString(rc.Name) || len(rc.Name) > 255 {
-			return nil, importError("resource class %q is not a valid custom class name.", rc.Name)
+			return importError("resource class %q is not a valid custom class name.", rc.Name)
 		}
-		if s.Classes.Has(rc.Name) || newClasses[rc.Name] {
-			return nil, importError("resource class %s already exists.", rc.Name)
+		if k.s.Classes.Has(rc.Name) || k.newClasses[rc.Name] {
+			return importError("resource class %s already exists.", rc.Name)
 		}
 		id := rc.ID
 		if id == 0 {
-			id = pl.nextClass
+			id = k.pl.nextClass
 		}
 		if id < MinCustomClassID || classIDs[id] {
-			return nil, importError("resource class %s: identifier %d is taken or below %d.", rc.Name, id, MinCustomClassID)
+			return importError("resource class %s: identifier %d is taken or below %d.", rc.Name, id, MinCustomClassID)
 		}
-		classIDs[id], newClasses[rc.Name] = true, true
-		pl.classIDs = append(pl.classIDs, id)
-		pl.nextClass = max(pl.nextClass, id+1)
+		classIDs[id], k.newClasses[rc.Name] = true, true
+		k.pl.classIDs = append(k.pl.classIDs, id)
+		k.pl.nextClass = max(k.pl.nextClass, id+1)
 	}
-	hasClass := func(name string) bool { return s.Classes.Has(name) || newClasses[name] }
+	return nil
+}
 
-	// Traits.
-	newTraits := map[string]bool{}
-	for _, t := range c.CustomTraits {
+func (k *importCheck) traits() error {
+	k.newTraits = map[string]bool{}
+	for _, t := range k.c.CustomTraits {
 		if !customNamePattern.MatchString(t.Name) || len(t.Name) > 255 {
-			return nil, importError("trait %q is not a valid custom trait name.", t.Name)
+			return importError("trait %q is not a valid custom trait name.", t.Name)
 		}
-		if s.Traits.Has(t.Name) || newTraits[t.Name] {
-			return nil, importError("trait %s already exists.", t.Name)
+		if k.s.Traits.Has(t.Name) || k.newTraits[t.Name] {
+			return importError("trait %s already exists.", t.Name)
 		}
-		newTraits[t.Name] = true
+		k.newTraits[t.Name] = true
 	}
-	hasTrait := func(name string) bool { return s.Traits.Has(name) || newTraits[name] }
+	return nil
+}
 
-	// Consumer types.
+func (k *importCheck) consumerTypes() error {
 	typeIDs := map[int]bool{}
-	for ct := range s.ConsumerTypes.Values() {
+	for ct := range k.s.ConsumerTypes.Values() {
 		typeIDs[ct.ID] = true
 	}
-	newTypes := map[string]bool{}
-	for _, ct := range c.ConsumerTypes {
+	k.newTypes = map[string]bool{}
+	for _, ct := range k.c.ConsumerTypes {
 		if !consumerTypePattern.MatchString(ct.Name) || len(ct.Name) > 255 {
-			return nil, importError("consumer type %q is not a valid consumer type name.", ct.Name)
+			return importError("consumer type %q is not a valid consumer type name.", ct.Name)
 		}
-		if s.ConsumerTypes.Has(ct.Name) || newTypes[ct.Name] {
-			return nil, importError("consumer type %s already exists.", ct.Name)
+		if k.s.ConsumerTypes.Has(ct.Name) || k.newTypes[ct.Name] {
+			return importError("consumer type %s already exists.", ct.Name)
 		}
 		id := ct.ID
 		if id == 0 {
-			id = pl.nextType
+			id = k.pl.nextType
 		}
 		if id < 1 || typeIDs[id] {
-			return nil, importError("consumer type %s: identifier %d is taken or invalid.", ct.Name, id)
+			return importError("consumer type %s: identifier %d is taken or invalid.", ct.Name, id)
 		}
-		typeIDs[id], newTypes[ct.Name] = true, true
-		pl.typeIDs = append(pl.typeIDs, id)
-		pl.nextType = max(pl.nextType, id+1)
+		typeIDs[id], k.newTypes[ct.Name] = true, true
+		k.pl.typeIDs = append(k.pl.typeIDs, id)
+		k.pl.nextType = max(k.pl.nextType, id+1)
 	}
+	return nil
+}
 
-	// Providers: everything but the tree first, then the tree, whose
-	// parents may come later in the chunk.
+// providers checks each provider but its place in a tree (trees).
+func (k *importCheck) providers() error {
 	provIDs := map[int64]bool{}
-	for p := range s.Providers.InOrder() {
+	for p := range k.s.Providers.InOrder() {
 		provIDs[p.ID] = true
 	}
-	newProvs := make(map[string]*ProviderImage, len(c.Providers))
+	k.newProvs = make(map[string]*ProviderImage, len(k.c.Providers))
 	newNames := map[string]bool{}
-	for i := range c.Providers {
-		p := &c.Providers[i]
+	for i := range k.c.Providers {
+		p := &k.c.Providers[i]
 		if !uuidPattern.MatchString(p.UUID) {
-			return nil, importError("resource provider uuid %q is not a canonical uuid.", p.UUID)
+			return importError("resource provider uuid %q is not a canonical uuid.", p.UUID)
 		}
-		if s.Providers.Get(p.UUID) != nil || newProvs[p.UUID] != nil {
-			return nil, importError("resource provider %s already exists.", p.UUID)
+		if k.s.Providers.Get(p.UUID) != nil || k.newProvs[p.UUID] != nil {
+			return importError("resource provider %s already exists.", p.UUID)
 		}
 		if p.Name == "" || len(p.Name) > 200 {
-			return nil, importError("resource provider %s: a name of 1 to 200 characters is required.", p.UUID)
+			return importError("resource provider %s: a name of 1 to 200 characters is required.", p.UUID)
 		}
-		if s.ProviderByName.Has(p.Name) || newNames[p.Name] {
-			return nil, importError("resource provider name %q is taken.", p.Name)
+		if k.s.ProviderByName.Has(p.Name) || newNames[p.Name] {
+			return importError("resource provider name %q is taken.", p.Name)
 		}
 		if p.Generation < 0 {
-			return nil, importError("resource provider %s: negative generation.", p.UUID)
+			return importError("resource provider %s: negative generation.", p.UUID)
 		}
 		id := p.ID
 		if id == 0 {
-			id = pl.nextProv
+			id = k.pl.nextProv
 		}
 		if id < 1 || provIDs[id] {
-			return nil, importError("resource provider %s: identifier %d is taken or invalid.", p.UUID, id)
+			return importError("resource provider %s: identifier %d is taken or invalid.", p.UUID, id)
 		}
-		provIDs[id], newNames[p.Name], newProvs[p.UUID] = true, true, p
-		pl.providerIDs = append(pl.providerIDs, id)
-		pl.nextProv = max(pl.nextProv, id+1)
-		seen := map[string]bool{}
-		for _, inv := range p.Inventories {
-			if !hasClass(inv.Class) {
-				return nil, importError("resource provider %s: inventory of unknown resource class %s.", p.UUID, inv.Class)
-			}
-			if seen[inv.Class] {
-				return nil, importError("resource provider %s: two inventories of %s.", p.UUID, inv.Class)
-			}
-			seen[inv.Class] = true
-			if msg := checkImportedInventory(&inv.Inventory); msg != "" {
-				return nil, importError("resource provider %s: inventory of %s: %s.", p.UUID, inv.Class, msg)
-			}
-		}
-		for _, t := range p.Traits {
-			if !hasTrait(t) {
-				return nil, importError("resource provider %s: unknown trait %s.", p.UUID, t)
-			}
-		}
-		// Aggregates are kept as the API accepted them (upstream's format
-		// "uuid" lets through upper case and missing dashes), so only
-		// what upstream's 36-character column could hold is checked.
-		for _, a := range p.Aggregates {
-			if a == "" || len(a) > 36 {
-				return nil, importError("resource provider %s: aggregate %q is not a uuid.", p.UUID, a)
-			}
+		provIDs[id], newNames[p.Name], k.newProvs[p.UUID] = true, true, p
+		k.pl.providerIDs = append(k.pl.providerIDs, id)
+		k.pl.nextProv = max(k.pl.nextProv, id+1)
+		if err := k.providerContents(p); err != nil {
+			return err
 		}
 	}
-	pl.roots = make(map[string]string, len(c.Providers))
-	for i := range c.Providers {
-		p := &c.Providers[i]
-		root, msg := importRoot(s, newProvs, p.UUID)
+	return nil
+}
+
+// providerContents checks a provider's inventories, traits and
+// aggregates.
+func (k *importCheck) providerContents(p *ProviderImage) error {
+	seen := map[string]bool{}
+	for _, inv := range p.Inventories {
+		if !k.s.Classes.Has(inv.Class) && !k.newClasses[inv.Class] {
+			return importError("resource provider %s: inventory of unknown resource class %s.", p.UUID, inv.Class)
+		}
+		if seen[inv.Class] {
+			return importError("resource provider %s: two inventories of %s.", p.UUID, inv.Class)
+		}
+		seen[inv.Class] = true
+		if msg := checkImportedInventory(&inv.Inventory); msg != "" {
+			return importError("resource provider %s: inventory of %s: %s.", p.UUID, inv.Class, msg)
+		}
+	}
+	for _, t := range p.Traits {
+		if !k.s.Traits.Has(t) && !k.newTraits[t] {
+			return importError("resource provider %s: unknown trait %s.", p.UUID, t)
+		}
+	}
+	// Aggregates are kept as the API accepted them (upstream's format
+	// "uuid" lets through upper case and missing dashes), so only what
+	// upstream's 36-character column could hold is checked.
+	for _, a := range p.Aggregates {
+		if a == "" || len(a) > 36 {
+			return importError("resource provider %s: aggregate %q is not a uuid.", p.UUID, a)
+		}
+	}
+	return nil
+}
+
+// trees finds each provider's root, through parents in the chunk or the
+// store.
+func (k *importCheck) trees() error {
+	k.pl.roots = make(map[string]string, len(k.c.Providers))
+	for i := range k.c.Providers {
+		p := &k.c.Providers[i]
+		root, msg := importRoot(k.s, k.newProvs, p.UUID)
 		if msg != "" {
-			return nil, importError("resource provider %s: %s.", p.UUID, msg)
+			return importError("resource provider %s: %s.", p.UUID, msg)
 		}
 		if p.RootUUID != "" && p.RootUUID != root {
-			return nil, importError("resource provider %s: root provider is %s, not %s.", p.UUID, root, p.RootUUID)
+			return importError("resource provider %s: root provider is %s, not %s.", p.UUID, root, p.RootUUID)
 		}
-		pl.roots[p.UUID] = root
+		k.pl.roots[p.UUID] = root
 	}
-	hasInventory := func(provider, class string) bool {
-		if p := s.Providers.Get(provider); p != nil {
-			return p.Inventories[class] != nil
-		}
-		if p := newProvs[provider]; p != nil {
-			for _, inv := range p.Inventories {
-				if inv.Class == class {
-					return true
-				}
-			}
-		}
-		return false
-	}
+	return nil
+}
 
-	// Consumers.
+func (k *importCheck) consumers() error {
 	newConsumers := map[string]bool{}
-	for i := range c.Consumers {
-		con := &c.Consumers[i]
+	for i := range k.c.Consumers {
+		con := &k.c.Consumers[i]
 		if !uuidPattern.MatchString(con.UUID) {
-			return nil, importError("consumer uuid %q is not a canonical uuid.", con.UUID)
+			return importError("consumer uuid %q is not a canonical uuid.", con.UUID)
 		}
-		if s.Consumers.Has(con.UUID) || newConsumers[con.UUID] {
-			return nil, importError("consumer %s already exists.", con.UUID)
+		if k.s.Consumers.Has(con.UUID) || newConsumers[con.UUID] {
+			return importError("consumer %s already exists.", con.UUID)
 		}
 		newConsumers[con.UUID] = true
 		if con.ProjectID == "" || con.UserID == "" || len(con.ProjectID) > 255 || len(con.UserID) > 255 {
-			return nil, importError("consumer %s: a project and a user of 1 to 255 characters are required.", con.UUID)
+			return importError("consumer %s: a project and a user of 1 to 255 characters are required.", con.UUID)
 		}
-		if con.Type != "" && !s.ConsumerTypes.Has(con.Type) && !newTypes[con.Type] {
-			return nil, importError("consumer %s: unknown consumer type %s.", con.UUID, con.Type)
+		if con.Type != "" && !k.s.ConsumerTypes.Has(con.Type) && !k.newTypes[con.Type] {
+			return importError("consumer %s: unknown consumer type %s.", con.UUID, con.Type)
 		}
 		if con.Generation < 0 {
-			return nil, importError("consumer %s: negative generation.", con.UUID)
+			return importError("consumer %s: negative generation.", con.UUID)
 		}
 		seen := map[usageSlot]bool{}
 		for _, a := range con.Allocations {
 			slot := usageSlot{a.ProviderUUID, a.Class}
 			if seen[slot] {
-				return nil, importError("consumer %s: two allocations of %s on %s.", con.UUID, a.Class, a.ProviderUUID)
+				return importError("consumer %s: two allocations of %s on %s.", con.UUID, a.Class, a.ProviderUUID)
 			}
 			seen[slot] = true
 			if a.Used < 1 || a.Used > MaxInt {
-				return nil, importError("consumer %s: allocation of %d %s.", con.UUID, a.Used, a.Class)
+				return importError("consumer %s: allocation of %d %s.", con.UUID, a.Used, a.Class)
 			}
-			if !hasInventory(a.ProviderUUID, a.Class) {
-				return nil, importError("consumer %s: allocation of %s on %s, which has no such inventory.", con.UUID, a.Class, a.ProviderUUID)
+			if !k.hasInventory(a.ProviderUUID, a.Class) {
+				return importError("consumer %s: allocation of %s on %s, which has no such inventory.", con.UUID, a.Class, a.ProviderUUID)
 			}
 		}
 	}
+	return nil
+}
 
-	pl.nextProv = max(pl.nextProv, c.NextProviderID)
-	pl.nextClass = max(pl.nextClass, c.NextClassID)
-	pl.nextType = max(pl.nextType, c.NextConsumerTypeID)
-	return pl, nil
+// hasInventory reports whether a provider of the store or the chunk has
+// an inventory of class.
+func (k *importCheck) hasInventory(provider, class string) bool {
+	if p := k.s.Providers.Get(provider); p != nil {
+		return p.Inventories[class] != nil
+	}
+	if p := k.newProvs[provider]; p != nil {
+		for _, inv := range p.Inventories {
+			if inv.Class == class {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // importRoot follows a provider's parents through the chunk and the store

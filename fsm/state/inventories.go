@@ -6,14 +6,6 @@ import (
 	"strings"
 )
 
-func init() {
-	RegisterCommand(func() Command { return &CreateInventory{} })
-	RegisterCommand(func() Command { return &UpdateInventory{} })
-	RegisterCommand(func() Command { return &SetInventories{} })
-	RegisterCommand(func() Command { return &DeleteInventory{} })
-	RegisterCommand(func() Command { return &DeleteInventories{} })
-}
-
 // MaxInt is upstream's db constant MAX_INT, the bound of inventory fields
 // and the default max_unit.
 const MaxInt = 0x7FFFFFFF

@@ -337,10 +337,7 @@ func TestInventoryCommandsSurviveTheLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c2 := NewCommand(c.Kind())
-		if c2 == nil {
-			t.Fatalf("kind %s not registered", c.Kind())
-		}
+		c2 := emptyOf(c)
 		if err := json.Unmarshal(b, c2); err != nil {
 			t.Fatal(err)
 		}

@@ -32,120 +32,23 @@ type ResourceAmount struct {
 // is a BadRequest carrying upstream's inner message ("No such trait(s): X."
 // or "No such resource class X."), which callers prefix.
 func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
-	// cand is nil while every provider is still a candidate.
-	var cand map[string]bool
-	narrow := func(set map[string]bool) {
-		if cand == nil {
-			cand = set
-			return
-		}
-		for u := range cand {
-			if !set[u] {
-				delete(cand, u)
-			}
-		}
+	q, none, err := s.narrowProviders(f)
+	if err != nil || none {
+		return nil, err
 	}
-	if f.UUID != "" {
-		set := map[string]bool{}
-		if s.Providers.Get(f.UUID) != nil {
-			set[f.UUID] = true
-		}
-		narrow(set)
-	}
-	if f.Name != "" {
-		set := map[string]bool{}
-		if u, ok := s.ProviderByName.Lookup(f.Name); ok {
-			set[u] = true
-		}
-		narrow(set)
-	}
-	root := ""
-	if f.InTree != "" {
-		p := s.Providers.Get(f.InTree)
-		if p == nil {
-			return nil, nil
-		}
-		root = p.RootUUID
-	}
-	if len(f.RequiredTraits) > 0 {
-		for _, group := range f.RequiredTraits {
-			for _, t := range group {
-				if s.Traits.Get(t) == nil {
-					return nil, Errorf("No such trait(s): %s.", t)
-				}
-			}
-		}
-		set := s.matchAll(s.TraitIndex, f.RequiredTraits)
-		if len(set) == 0 {
-			return nil, nil
-		}
-		narrow(set)
-	}
-	for _, t := range f.ForbiddenTraits {
-		if s.Traits.Get(t) == nil {
-			return nil, Errorf("No such trait(s): %s.", t)
-		}
-	}
-	if len(f.MemberOf) > 0 {
-		set := s.matchAll(s.AggregateIndex, f.MemberOf)
-		if len(set) == 0 {
-			return nil, nil
-		}
-		narrow(set)
-	}
-	for _, r := range f.Resources {
-		if s.Classes.Get(r.Class) == nil {
-			return nil, Errorf("No such resource class %s.", r.Class)
-		}
-	}
-
-	// Many forbidden traits or aggregates are looked up in their indexes
-	// once, rather than on every provider.
-	var excluded map[string]bool
-	forbiddenTraits, forbiddenAggs := f.ForbiddenTraits, f.ForbiddenAggregates
-	if len(forbiddenTraits)+len(forbiddenAggs) > 8 {
-		excluded = map[string]bool{}
-		for _, t := range forbiddenTraits {
-			for u := range s.TraitIndex.Get(t).All() {
-				excluded[u] = true
-			}
-		}
-		for _, a := range forbiddenAggs {
-			for u := range s.AggregateIndex.Get(a).All() {
-				excluded[u] = true
-			}
-		}
-		forbiddenTraits, forbiddenAggs = nil, nil
-	}
+	q.indexForbidden(s, f)
 	var out []*Provider
-	consider := func(p *Provider) {
-		if root != "" && p.RootUUID != root || excluded[p.UUID] {
-			return
-		}
-		for _, t := range forbiddenTraits {
-			if p.Traits[t] {
-				return
-			}
-		}
-		for _, a := range forbiddenAggs {
-			if p.Aggregates[a] {
-				return
-			}
-		}
-		for _, r := range f.Resources {
-			if !p.HasCapacity(r.Class, r.Amount) {
-				return
-			}
-		}
-		out = append(out, p)
-	}
-	if cand == nil {
+	if q.cand == nil {
 		for p := range s.ProvidersInOrder() {
-			consider(p)
+			if q.passes(p) {
+				out = append(out, p)
+			}
 		}
 	} else {
-		for u := range cand {
-			consider(s.Providers.Get(u))
+		for u := range q.cand {
+			if p := s.Providers.Get(u); q.passes(p) {
+				out = append(out, p)
+			}
 		}
 		sortByID(out)
 	}
@@ -154,6 +57,137 @@ func (s *Store) FindProviders(f ProviderFilter) ([]ProviderSummary, error) {
 		res[i] = p.Summary()
 	}
 	return res, nil
+}
+
+// providerQuery is a ProviderFilter checked against the store: the
+// providers its indexes leave, and what each of them must still pass.
+type providerQuery struct {
+	// cand is nil while every provider is still a candidate.
+	cand map[string]bool
+	// root, when set, is the root of the only tree wanted.
+	root string
+	// excluded holds the providers with a forbidden trait or aggregate,
+	// when there are many of those (indexForbidden); else each provider is
+	// checked for them.
+	excluded                       map[string]bool
+	forbiddenTraits, forbiddenAggs []string
+	resources                      []ResourceAmount
+}
+
+// narrow keeps as candidates only those in set.
+func (q *providerQuery) narrow(set map[string]bool) {
+	if q.cand == nil {
+		q.cand = set
+		return
+	}
+	for u := range q.cand {
+		if !set[u] {
+			delete(q.cand, u)
+		}
+	}
+}
+
+// narrowProviders checks f's names in upstream's order and narrows the
+// candidates through the indexes; none reports a filter that matches
+// nothing (upstream answers it before checking the filters after it).
+func (s *Store) narrowProviders(f ProviderFilter) (q *providerQuery, none bool, err error) {
+	q = &providerQuery{forbiddenTraits: f.ForbiddenTraits, forbiddenAggs: f.ForbiddenAggregates, resources: f.Resources}
+	if f.UUID != "" {
+		set := map[string]bool{}
+		if s.Providers.Get(f.UUID) != nil {
+			set[f.UUID] = true
+		}
+		q.narrow(set)
+	}
+	if f.Name != "" {
+		set := map[string]bool{}
+		if u, ok := s.ProviderByName.Lookup(f.Name); ok {
+			set[u] = true
+		}
+		q.narrow(set)
+	}
+	if f.InTree != "" {
+		p := s.Providers.Get(f.InTree)
+		if p == nil {
+			return nil, true, nil
+		}
+		q.root = p.RootUUID
+	}
+	if len(f.RequiredTraits) > 0 {
+		for _, group := range f.RequiredTraits {
+			for _, t := range group {
+				if s.Traits.Get(t) == nil {
+					return nil, false, Errorf("No such trait(s): %s.", t)
+				}
+			}
+		}
+		set := s.matchAll(s.TraitIndex, f.RequiredTraits)
+		if len(set) == 0 {
+			return nil, true, nil
+		}
+		q.narrow(set)
+	}
+	for _, t := range f.ForbiddenTraits {
+		if s.Traits.Get(t) == nil {
+			return nil, false, Errorf("No such trait(s): %s.", t)
+		}
+	}
+	if len(f.MemberOf) > 0 {
+		set := s.matchAll(s.AggregateIndex, f.MemberOf)
+		if len(set) == 0 {
+			return nil, true, nil
+		}
+		q.narrow(set)
+	}
+	for _, r := range f.Resources {
+		if s.Classes.Get(r.Class) == nil {
+			return nil, false, Errorf("No such resource class %s.", r.Class)
+		}
+	}
+	return q, false, nil
+}
+
+// indexForbidden looks many forbidden traits or aggregates up in their
+// indexes once, rather than on every provider.
+func (q *providerQuery) indexForbidden(s *Store, f ProviderFilter) {
+	if len(f.ForbiddenTraits)+len(f.ForbiddenAggregates) <= 8 {
+		return
+	}
+	q.excluded = map[string]bool{}
+	for _, t := range f.ForbiddenTraits {
+		for u := range s.TraitIndex.Get(t).All() {
+			q.excluded[u] = true
+		}
+	}
+	for _, a := range f.ForbiddenAggregates {
+		for u := range s.AggregateIndex.Get(a).All() {
+			q.excluded[u] = true
+		}
+	}
+	q.forbiddenTraits, q.forbiddenAggs = nil, nil
+}
+
+// passes reports whether candidate p passes the rest of the filter.
+func (q *providerQuery) passes(p *Provider) bool {
+	if q.root != "" && p.RootUUID != q.root || q.excluded[p.UUID] {
+		return false
+	}
+	for _, t := range q.forbiddenTraits {
+		if p.Traits[t] {
+			return false
+		}
+	}
+	for _, a := range q.forbiddenAggs {
+		if p.Aggregates[a] {
+			return false
+		}
+	}
+	for _, r := range q.resources {
+		if !p.HasCapacity(r.Class, r.Amount) {
+			return false
+		}
+	}
+	return true
 }
 
 // matchAll returns the providers that, in index (trait or aggregate ->

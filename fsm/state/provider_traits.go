@@ -6,11 +6,6 @@ import (
 	"strings"
 )
 
-func init() {
-	RegisterCommand(func() Command { return &SetProviderTraits{} })
-	RegisterCommand(func() Command { return &DeleteProviderTraits{} })
-}
-
 // ProviderTraitsResult is a provider's traits (by name) with its generation.
 type ProviderTraitsResult struct {
 	Generation int64

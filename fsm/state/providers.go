@@ -6,12 +6,6 @@ import (
 	"time"
 )
 
-func init() {
-	RegisterCommand(func() Command { return &CreateProvider{} })
-	RegisterCommand(func() Command { return &UpdateProvider{} })
-	RegisterCommand(func() Command { return &DeleteProvider{} })
-}
-
 // ProviderSummary is a provider's own fields without its inventories,
 // traits, aggregates and usages: what the provider representation shows.
 type ProviderSummary struct {

@@ -261,7 +261,7 @@ func TestProviderCommandsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back := NewCommand(cmd.Kind())
+		back := emptyOf(cmd)
 		if err := json.Unmarshal(b, back); err != nil {
 			t.Fatal(err)
 		}

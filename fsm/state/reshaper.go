@@ -6,10 +6,6 @@ import (
 	"strings"
 )
 
-func init() {
-	RegisterCommand(func() Command { return &Reshape{} })
-}
-
 // ReshapeInventory is one provider's new inventory in a reshape.
 type ReshapeInventory struct {
 	Provider    string            `json:"Provider"`

@@ -303,37 +303,6 @@ type Command interface {
 	Apply(s *Store, m Meta) (any, error)
 }
 
-var commandKinds = map[string]func() Command{}
-
-// RegisterCommand makes a command kind decodable from the log. Each command
-// family registers its kinds from an init function in its own file.
-func RegisterCommand(newCmd func() Command) {
-	kind := newCmd().Kind()
-	if _, dup := commandKinds[kind]; dup {
-		panic("state: command kind registered twice: " + kind)
-	}
-	commandKinds[kind] = newCmd
-}
-
-// NewCommand returns an empty command of the given kind, or nil if the kind
-// is unknown.
-func NewCommand(kind string) Command {
-	if f := commandKinds[kind]; f != nil {
-		return f()
-	}
-	return nil
-}
-
-// CommandKinds lists every registered kind, sorted.
-func CommandKinds() []string {
-	out := make([]string, 0, len(commandKinds))
-	for k := range commandKinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // setTraits gives p exactly the traits in want (names of known traits),
 // keeping TraitIndex in step, and reports whether they changed. p must be
 // the current command's copy (editProvider) or a new provider.

@@ -1,10 +1,5 @@
 package state
 
-func init() {
-	RegisterCommand(func() Command { return &CreateTrait{} })
-	RegisterCommand(func() Command { return &DeleteTrait{} })
-}
-
 // CreateTrait creates a CUSTOM_ trait if it does not exist; the result says
 // whether it was created.
 type CreateTrait struct {

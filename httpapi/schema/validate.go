@@ -111,7 +111,8 @@ func newErr(msg string) *ValidationError { return &ValidationError{Message: msg}
 
 func one(msg string) []*ValidationError { return []*ValidationError{newErr(msg)} }
 
-// apply runs one keyword (the functions of jsonschema/_validators.py).
+// apply runs one keyword (the functions of jsonschema/_validators.py). A
+// keyword about one type of instance ignores the others.
 func (kw *keyword) apply(n *node, inst any) []*ValidationError {
 	switch kw.name {
 	case "type":
@@ -123,26 +124,61 @@ func (kw *keyword) apply(n *node, inst any) []*ValidationError {
 			reprs[i] = pyStrRepr(t)
 		}
 		return one(pyRepr(inst, false) + " is not of type " + strings.Join(reprs, ", "))
-
-	case "properties":
-		obj, ok := inst.(*object)
-		if !ok {
-			return nil
+	case "properties", "patternProperties", "additionalProperties", "required", "minProperties", "maxProperties":
+		if obj, ok := inst.(*object); ok {
+			return kw.applyObject(n, obj)
 		}
+	case "items", "minItems", "maxItems", "uniqueItems":
+		if arr, ok := inst.([]any); ok {
+			return kw.applyArray(arr)
+		}
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
+		if num, ok := inst.(*number); ok {
+			return kw.applyNumber(num)
+		}
+	case "minLength", "maxLength", "pattern":
+		if s, ok := inst.(string); ok {
+			return kw.applyString(s)
+		}
+	case "enum":
+		if !enumContains(kw.enumVals, inst) {
+			return one(pyRepr(inst, false) + " is not one of " + pyRepr(kw.value, false))
+		}
+	case "const":
+		if !equal(inst, kw.value) {
+			return one(pyRepr(kw.value, false) + " was expected")
+		}
+	case "format":
+		if !kw.format(inst) {
+			return one(pyRepr(inst, false) + " is not a " + pyRepr(kw.value, false))
+		}
+	case "allOf":
 		var out []*ValidationError
+		for i, sub := range kw.subs {
+			out = append(out, descend(sub, inst, nil, i)...)
+		}
+		return out
+	case "anyOf", "oneOf":
+		return kw.applyAnyOneOf(inst)
+	case "not":
+		if kw.sub.isValid(inst) {
+			return one(pyRepr(inst, false) + " should not be valid under " + pyRepr(kw.value, false))
+		}
+	}
+	return nil
+}
+
+// applyObject runs a keyword about objects.
+func (kw *keyword) applyObject(n *node, obj *object) []*ValidationError {
+	var out []*ValidationError
+	switch kw.name {
+	case "properties":
 		for _, p := range kw.props {
 			if v, ok := obj.get(p.name); ok {
 				out = append(out, descend(p.node, v, p.name, p.name)...)
 			}
 		}
-		return out
-
 	case "patternProperties":
-		obj, ok := inst.(*object)
-		if !ok {
-			return nil
-		}
-		var out []*ValidationError
 		for _, p := range kw.pats {
 			for _, k := range obj.keys {
 				if p.re.MatchString(k) {
@@ -150,66 +186,58 @@ func (kw *keyword) apply(n *node, inst any) []*ValidationError {
 				}
 			}
 		}
-		return out
-
 	case "additionalProperties":
-		obj, ok := inst.(*object)
-		if !ok {
-			return nil
-		}
-		extras := n.additionalProperties(obj)
-		if !kw.isBool {
-			// Python iterates a set here (arbitrary order); use document order.
-			var out []*ValidationError
-			for _, k := range extras {
-				out = append(out, descend(kw.sub, obj.vals[k], k, nil)...)
-			}
-			return out
-		}
-		if kw.boolVal || len(extras) == 0 {
-			return nil
-		}
-		slices.Sort(extras)
-		if n.patternKeys != nil {
-			verb := "does"
-			if len(extras) > 1 {
-				verb = "do"
-			}
-			return one(joinReprs(extras) + " " + verb + " not match any of the regexes: " + joinReprs(n.patternKeys))
-		}
-		verb := "was"
-		if len(extras) > 1 {
-			verb = "were"
-		}
-		return one("Additional properties are not allowed (" + joinReprs(extras) + " " + verb + " unexpected)")
-
+		return kw.applyAdditionalProperties(n, obj)
 	case "required":
-		obj, ok := inst.(*object)
-		if !ok {
-			return nil
-		}
-		var out []*ValidationError
 		for _, p := range kw.strs {
 			if !obj.has(p) {
 				out = append(out, newErr(pyStrRepr(p)+" is a required property"))
 			}
 		}
-		return out
-
 	case "minProperties":
-		if obj, ok := inst.(*object); ok && len(obj.keys) < kw.count {
-			return one(pyRepr(inst, false) + " does not have enough properties")
+		if len(obj.keys) < kw.count {
+			return one(pyRepr(obj, false) + " does not have enough properties")
 		}
 	case "maxProperties":
-		if obj, ok := inst.(*object); ok && len(obj.keys) > kw.count {
-			return one(pyRepr(inst, false) + " has too many properties")
+		if len(obj.keys) > kw.count {
+			return one(pyRepr(obj, false) + " has too many properties")
 		}
+	}
+	return out
+}
 
-	case "items":
-		arr, ok := inst.([]any)
-		if !ok {
-			return nil
+func (kw *keyword) applyAdditionalProperties(n *node, obj *object) []*ValidationError {
+	extras := n.additionalProperties(obj)
+	if !kw.isBool {
+		// Python iterates a set here (arbitrary order); use document order.
+		var out []*ValidationError
+		for _, k := range extras {
+			out = append(out, descend(kw.sub, obj.vals[k], k, nil)...)
 		}
+		return out
+	}
+	if kw.boolVal || len(extras) == 0 {
+		return nil
+	}
+	slices.Sort(extras)
+	if n.patternKeys != nil {
+		verb := "does"
+		if len(extras) > 1 {
+			verb = "do"
+		}
+		return one(joinReprs(extras) + " " + verb + " not match any of the regexes: " + joinReprs(n.patternKeys))
+	}
+	verb := "was"
+	if len(extras) > 1 {
+		verb = "were"
+	}
+	return one("Additional properties are not allowed (" + joinReprs(extras) + " " + verb + " unexpected)")
+}
+
+// applyArray runs a keyword about arrays.
+func (kw *keyword) applyArray(arr []any) []*ValidationError {
+	switch kw.name {
+	case "items":
 		if kw.isBool {
 			if !kw.boolVal && len(arr) > 0 {
 				return one("Expected at most 0 items, but found " + strconv.Itoa(len(arr)))
@@ -222,114 +250,101 @@ func (kw *keyword) apply(n *node, inst any) []*ValidationError {
 		}
 		return out
 	case "minItems":
-		if arr, ok := inst.([]any); ok && len(arr) < kw.count {
-			return one(pyRepr(inst, false) + " is too short")
+		if len(arr) < kw.count {
+			return one(pyRepr(arr, false) + " is too short")
 		}
 	case "maxItems":
-		if arr, ok := inst.([]any); ok && len(arr) > kw.count {
-			return one(pyRepr(inst, false) + " is too long")
+		if len(arr) > kw.count {
+			return one(pyRepr(arr, false) + " is too long")
 		}
 	case "uniqueItems":
-		if arr, ok := inst.([]any); ok && kw.boolVal && !uniq(arr) {
-			return one(pyRepr(inst, false) + " has non-unique elements")
-		}
-
-	case "enum":
-		if !enumContains(kw.enumVals, inst) {
-			return one(pyRepr(inst, false) + " is not one of " + pyRepr(kw.value, false))
-		}
-	case "const":
-		if !equal(inst, kw.value) {
-			return one(pyRepr(kw.value, false) + " was expected")
-		}
-
-	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-		num, ok := inst.(*number)
-		if !ok {
-			return nil
-		}
-		c, ok := cmpNumbers(num, kw.num)
-		if !ok {
-			return nil
-		}
-		var msg string
-		switch {
-		case kw.name == "minimum" && c < 0:
-			msg = " is less than the minimum of "
-		case kw.name == "maximum" && c > 0:
-			msg = " is greater than the maximum of "
-		case kw.name == "exclusiveMinimum" && c <= 0:
-			msg = " is less than or equal to the minimum of "
-		case kw.name == "exclusiveMaximum" && c >= 0:
-			msg = " is greater than or equal to the maximum of "
-		default:
-			return nil
-		}
-		return one(num.repr() + msg + kw.num.repr())
-	case "multipleOf":
-		if num, ok := inst.(*number); ok && !isMultipleOf(num, kw.num) {
-			return one(num.repr() + " is not a multiple of " + kw.num.repr())
-		}
-
-	case "minLength":
-		if s, ok := inst.(string); ok && utf8.RuneCountInString(s) < kw.count {
-			return one(pyStrRepr(s) + " is too short")
-		}
-	case "maxLength":
-		if s, ok := inst.(string); ok && utf8.RuneCountInString(s) > kw.count {
-			return one(pyStrRepr(s) + " is too long")
-		}
-	case "pattern":
-		if s, ok := inst.(string); ok && !kw.re.MatchString(s) {
-			return one(pyStrRepr(s) + " does not match " + pyRepr(kw.value, false))
-		}
-	case "format":
-		if !kw.format(inst) {
-			return one(pyRepr(inst, false) + " is not a " + pyRepr(kw.value, false))
-		}
-
-	case "allOf":
-		var out []*ValidationError
-		for i, sub := range kw.subs {
-			out = append(out, descend(sub, inst, nil, i)...)
-		}
-		return out
-	case "anyOf", "oneOf":
-		var all []*ValidationError
-		firstValid := -1
-		for i, sub := range kw.subs {
-			errs := descend(sub, inst, nil, i)
-			if len(errs) == 0 {
-				firstValid = i
-				break
-			}
-			all = append(all, errs...)
-		}
-		if firstValid < 0 {
-			e := newErr(pyRepr(inst, false) + " is not valid under any of the given schemas")
-			e.context = all
-			return []*ValidationError{e}
-		}
-		if kw.name == "anyOf" {
-			return nil
-		}
-		var reprs []string
-		for _, sub := range kw.subs[firstValid+1:] {
-			if sub.isValid(inst) {
-				reprs = append(reprs, pyRepr(sub.raw, false))
-			}
-		}
-		if len(reprs) == 0 {
-			return nil
-		}
-		reprs = append(reprs, pyRepr(kw.subs[firstValid].raw, false))
-		return one(pyRepr(inst, false) + " is valid under each of " + strings.Join(reprs, ", "))
-	case "not":
-		if kw.sub.isValid(inst) {
-			return one(pyRepr(inst, false) + " should not be valid under " + pyRepr(kw.value, false))
+		if kw.boolVal && !uniq(arr) {
+			return one(pyRepr(arr, false) + " has non-unique elements")
 		}
 	}
 	return nil
+}
+
+// applyNumber runs a keyword about numbers.
+func (kw *keyword) applyNumber(num *number) []*ValidationError {
+	if kw.name == "multipleOf" {
+		if !isMultipleOf(num, kw.num) {
+			return one(num.repr() + " is not a multiple of " + kw.num.repr())
+		}
+		return nil
+	}
+	c, ok := cmpNumbers(num, kw.num)
+	if !ok {
+		return nil
+	}
+	var msg string
+	switch {
+	case kw.name == "minimum" && c < 0:
+		msg = " is less than the minimum of "
+	case kw.name == "maximum" && c > 0:
+		msg = " is greater than the maximum of "
+	case kw.name == "exclusiveMinimum" && c <= 0:
+		msg = " is less than or equal to the minimum of "
+	case kw.name == "exclusiveMaximum" && c >= 0:
+		msg = " is greater than or equal to the maximum of "
+	default:
+		return nil
+	}
+	return one(num.repr() + msg + kw.num.repr())
+}
+
+// applyString runs a keyword about strings.
+func (kw *keyword) applyString(s string) []*ValidationError {
+	switch kw.name {
+	case "minLength":
+		if utf8.RuneCountInString(s) < kw.count {
+			return one(pyStrRepr(s) + " is too short")
+		}
+	case "maxLength":
+		if utf8.RuneCountInString(s) > kw.count {
+			return one(pyStrRepr(s) + " is too long")
+		}
+	case "pattern":
+		if !kw.re.MatchString(s) {
+			return one(pyStrRepr(s) + " does not match " + pyRepr(kw.value, false))
+		}
+	}
+	return nil
+}
+
+// applyAnyOneOf runs anyOf and oneOf: the first subschema inst is valid
+// under decides, and for oneOf so do the later ones it is also valid
+// under.
+func (kw *keyword) applyAnyOneOf(inst any) []*ValidationError {
+	var all []*ValidationError
+	firstValid := -1
+	for i, sub := range kw.subs {
+		errs := descend(sub, inst, nil, i)
+		if len(errs) == 0 {
+			firstValid = i
+			break
+		}
+		all = append(all, errs...)
+	}
+	if firstValid < 0 {
+		e := newErr(pyRepr(inst, false) + " is not valid under any of the given schemas")
+		e.context = all
+		return []*ValidationError{e}
+	}
+	if kw.name == "anyOf" {
+		return nil
+	}
+	var reprs []string
+	for _, sub := range kw.subs[firstValid+1:] {
+		if sub.isValid(inst) {
+			reprs = append(reprs, pyRepr(sub.raw, false))
+		}
+	}
+	if len(reprs) == 0 {
+		return nil
+	}
+	reprs = append(reprs, pyRepr(kw.subs[firstValid].raw, false))
+	return one(pyRepr(inst, false) + " is valid under each of " + strings.Join(reprs, ", "))
 }
 
 // additionalProperties is jsonschema._utils.find_additional_properties: the

@@ -5,14 +5,14 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/placementd/placementd/fsm/image"
 	"github.com/placementd/placementd/fsm/state"
-	"github.com/placementd/placementd/snapshot"
 )
 
 // Digest hashes the state, leaving out the index of the last command
 // applied.
 func Digest(s *state.Store) string {
-	return snapshot.Digest(s.Image())
+	return image.Digest(s.Image())
 }
 
 // Consistent reports how s differs from the store Load rebuilds from its
@@ -37,7 +37,7 @@ func Consistent(s *state.Store) error {
 	if err != nil {
 		return fmt.Errorf("the store's own image does not load: %w", err)
 	}
-	if a, b := snapshot.Digest(img), snapshot.Digest(fresh.Image()); a != b {
+	if a, b := image.Digest(img), image.Digest(fresh.Image()); a != b {
 		return fmt.Errorf("image does not round-trip: digest %s, reloaded %s", a, b)
 	}
 	for _, ix := range []struct {

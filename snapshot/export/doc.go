@@ -7,6 +7,7 @@
 // not show.
 //
 // It imports fsm/state (the image it converts from and to) and must not
-// import fsm, cluster, httpapi or hashicorp/raft: a document is plain
-// data, written and read without a node.
+// import fsm, fsm/image (the persisted formats are fsm's; an export
+// document is not one of them), cluster, httpapi or hashicorp/raft: a
+// document is plain data, written and read without a node.
 package export

@@ -12,10 +12,10 @@ import (
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/fsm/image"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/httpapi"
 	"github.com/placementd/placementd/internal/testcluster"
-	"github.com/placementd/placementd/snapshot"
 	"github.com/placementd/placementd/snapshot/export"
 )
 
@@ -63,7 +63,7 @@ func (nd *node) image(t *testing.T) *state.Image {
 func digest(img *state.Image) string {
 	c := *img
 	c.LastIndex = 0
-	return snapshot.Digest(&c)
+	return image.Digest(&c)
 }
 
 const (

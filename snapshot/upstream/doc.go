@@ -5,6 +5,6 @@
 // verify it against the source (docs/migration.md).
 //
 // It imports snapshot/export and fsm/state and must not import fsm,
-// cluster, httpapi or hashicorp/raft: it reads any Placement service
-// through its public API only, as a client would.
+// fsm/image, cluster, httpapi or hashicorp/raft: it reads any Placement
+// service through its public API only, as a client would.
 package upstream

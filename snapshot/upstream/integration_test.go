@@ -19,9 +19,9 @@ import (
 
 	"github.com/placementd/placementd/cluster/front"
 	"github.com/placementd/placementd/fsm"
+	"github.com/placementd/placementd/fsm/image"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/internal/testcluster"
-	"github.com/placementd/placementd/snapshot"
 	"github.com/placementd/placementd/snapshot/export"
 	"github.com/placementd/placementd/snapshot/upstream"
 )
@@ -453,5 +453,5 @@ func clusterDigest(t *testing.T, ctx context.Context, addr string) string {
 		t.Fatal(err)
 	}
 	img.LastIndex = 0
-	return snapshot.Digest(img)
+	return image.Digest(img)
 }

@@ -1,4 +1,4 @@
-package snapshot
+package image
 
 import (
 	"encoding/json"

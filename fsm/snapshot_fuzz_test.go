@@ -1,4 +1,4 @@
-package snapshot_test
+package fsm_test
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"github.com/placementd/placementd/fsm"
 	"github.com/placementd/placementd/fsm/state"
 	"github.com/placementd/placementd/internal/statecheck"
-	"github.com/placementd/placementd/snapshot"
 )
 
 // FuzzSnapshotRead feeds arbitrary snapshots to fsm.ReadSnapshot and
@@ -57,7 +56,7 @@ func FuzzSnapshotRead(f *testing.F) {
 		if err != nil {
 			t.Fatalf("written snapshot does not load: %v", err)
 		}
-		if snapshot.Digest(s.Image()) != snapshot.Digest(s2.Image()) {
+		if statecheck.Digest(s) != statecheck.Digest(s2) {
 			t.Fatal("snapshot round trip changed the state")
 		}
 	})

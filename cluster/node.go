@@ -101,10 +101,13 @@ type Node struct {
 	peers     peerProbes
 	probedBy  chan raft.ServerID
 	transport raft.Transport
-	closers   []func() error
-	stop      chan struct{}
-	stopOnce  sync.Once
-	done      sync.WaitGroup
+	// raftLn is the Raft TCP listener (nil with Config.Transport), told
+	// the members' addresses (tellRaftListenerMembers).
+	raftLn   *raftListener
+	closers  []func() error
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     sync.WaitGroup
 
 	mu          sync.Mutex
 	readyTerm   uint64 // term whose barrier has completed
@@ -230,12 +233,13 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 			n.closeStores()
 			return nil, err
 		}
-		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, limits, cfg.Logger)
+		tcp, raftLn, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, limits, cfg.Logger)
 		if err != nil {
 			n.closeStores()
 			return nil, err
 		}
 		trans = tcp
+		n.raftLn = raftLn
 		n.closers = append(n.closers, tcp.Close)
 	}
 	n.transport = trackAcks(trans, n.acks)
@@ -279,6 +283,10 @@ func Open(cfg Config, f *fsm.FSM) (*Node, error) {
 	go n.compactLog()
 	go n.watchState()
 	go n.watchLeader()
+	if n.raftLn != nil {
+		n.done.Add(1)
+		go n.tellRaftListenerMembers()
+	}
 	return n, nil
 }
 

@@ -179,7 +179,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	go func() { errc <- srv.Serve(ln) }()
 	if metricsLn != nil {
 		msrv := limits.Server(metricsHandler(mtr))
-		go msrv.Serve(httpguard.Listen(metricsLn, limits, nil, nil))
+		go msrv.Serve(httpguard.Listen(metricsLn, limits.Side(), httpapi.ConnRefusal(), nil))
 		defer msrv.Close()
 		log.Info("serving /metrics", "metrics", metricsLn.Addr().String())
 	}

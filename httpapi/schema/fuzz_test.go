@@ -141,6 +141,7 @@ func FuzzValidate(f *testing.F) {
 		}
 	}
 	f.Add(uint16(0), []byte(`{"name": "x"}`))
+	f.Add(uint16(1), []byte(`{"total": `+strings.Repeat("9", MaxIntDigits)+`, "reserved": -`+strings.Repeat("9", MaxIntDigits+1)+`}`))
 	f.Fuzz(func(t *testing.T, which uint16, body []byte) {
 		name := names[int(which)%len(names)]
 		s := pySchema(t, name)

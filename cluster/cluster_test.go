@@ -95,7 +95,23 @@ func TestOperatorAPINeedsTheSecret(t *testing.T) {
 	if members, _ := n1.Node.Members(); len(members) != 1 {
 		t.Fatalf("a node joined without the secret: %+v", members)
 	}
-	resp, err := http.Get("http://" + n1.Addr + "/_cluster/health")
+	// Its refusals carry a request id, as the API's do.
+	resp, err := http.Get("http://" + n1.Addr + "/_cluster/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusal struct {
+		Errors []struct {
+			RequestID string `json:"request_id"`
+		} `json:"errors"`
+	}
+	json.NewDecoder(resp.Body).Decode(&refusal)
+	resp.Body.Close()
+	if id := resp.Header.Get("X-Openstack-Request-Id"); resp.StatusCode != 401 || len(refusal.Errors) != 1 ||
+		!strings.HasPrefix(id, "req-") || refusal.Errors[0].RequestID != id {
+		t.Fatalf("status without the secret: %d, header id %q, %+v", resp.StatusCode, id, refusal)
+	}
+	resp, err = http.Get("http://" + n1.Addr + "/_cluster/health")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("health: %v %v", err, resp)
 	}

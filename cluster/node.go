@@ -103,10 +103,13 @@ type Node struct {
 	// rawTransport is the transport without the acknowledgement tracking
 	// (the peer probes send through it).
 	rawTransport raft.Transport
-	closers      []func() error
-	stop         chan struct{}
-	stopOnce     sync.Once
-	done         sync.WaitGroup
+	// raftLn is the Raft TCP listener (nil with Config.Transport), told
+	// the members' addresses (tellRaftListenerMembers).
+	raftLn   *raftListener
+	closers  []func() error
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     sync.WaitGroup
 
 	mu          sync.Mutex
 	readyTerm   uint64      // term whose barrier has completed
@@ -277,11 +280,12 @@ func (n *Node) openTransport() error {
 		if err := limits.Check(); err != nil {
 			return err
 		}
-		tcp, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, limits, cfg.Logger)
+		tcp, raftLn, err := newTCPTransport(cfg.RaftAddr, cfg.RaftAdvertise, cfg.RaftTLS, limits, cfg.Logger)
 		if err != nil {
 			return err
 		}
 		trans = tcp
+		n.raftLn = raftLn
 		n.closers = append(n.closers, tcp.Close)
 	}
 	n.rawTransport = trans
@@ -329,6 +333,10 @@ func (n *Node) start(r *raft.Raft) {
 	go n.compactLog()
 	go n.watchState()
 	go n.watchLeader()
+	if n.raftLn != nil {
+		n.done.Add(1)
+		go n.tellRaftListenerMembers()
+	}
 }
 
 // burstCheck is how often compactLog looks whether a burst of log entries

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,6 +21,11 @@ import (
 // the first byte of an RPC arrived, each within a deadline. Until then a
 // connection costs a small goroutine and no raft buffer, and there is a
 // bound on how many may be in that state, and on how many raft holds.
+// Half of each bound is kept for the addresses of the Raft configuration's
+// members (setMembers): a flood of connections from elsewhere fills the
+// other half and no more, and a member finding the handshake places full
+// evicts a stranger's, so members reconnect (after a restart, or to elect
+// a new leader) whatever strangers do.
 
 // RaftConnLimits bounds inbound Raft connections (Config.RaftConns).
 type RaftConnLimits struct {
@@ -30,12 +36,14 @@ type RaftConnLimits struct {
 	// connected, so a silent connection is not a peer.
 	FirstMessage time.Duration
 	// MaxPending bounds the connections in handshake or waiting for their
-	// first byte; past it new ones are closed at once.
+	// first byte; past it new ones are closed at once. Once the members'
+	// addresses are known, connections from other addresses may take
+	// only half of it (rounded up).
 	MaxPending int
 	// MaxOpen bounds the connections handed to raft (each holds its
 	// buffer); past it new ones are closed. A peer keeps a few (a pool of
 	// MaxPool plus the replication pipeline), so this leaves room for
-	// dozens of peers.
+	// dozens of peers. Half is kept for members as MaxPending's.
 	MaxOpen int
 	// MaxPerSource bounds the connections from one source IP address,
 	// pending and held alike (0: no bound); past it new ones from that
@@ -82,7 +90,10 @@ type raftListener struct {
 	limits RaftConnLimits
 	logger hclog.Logger
 
-	pending, open chan struct{} // semaphores
+	pending, open *places
+	// members holds the IP addresses of the Raft configuration's servers
+	// (setMembers); nil or empty until known.
+	members atomic.Pointer[map[string]bool]
 	// sources counts the connections open from each source address
 	// (MaxPerSource), from accept until closed.
 	sourcesMu sync.Mutex
@@ -107,8 +118,8 @@ const refusalLogEvery = 10 * time.Second
 func newRaftListener(inner net.Listener, server *tls.Config, limits RaftConnLimits, logger hclog.Logger) *raftListener {
 	l := &raftListener{
 		inner: inner, tls: server, limits: limits, logger: logger,
-		pending: make(chan struct{}, limits.MaxPending),
-		open:    make(chan struct{}, limits.MaxOpen),
+		pending: &places{max: limits.MaxPending},
+		open:    &places{max: limits.MaxOpen},
 		sources: map[string]int{},
 		ready:   make(chan net.Conn),
 	}
@@ -181,14 +192,105 @@ func (l *raftListener) acceptLoop() {
 			l.refuse(c, "too many connections from one address", nil)
 			continue
 		}
-		select {
-		case l.pending <- struct{}{}:
-			go l.admit(c, src)
-		default:
+		member, known := l.isMember(src)
+		pl := l.pending.take(member, known, func() { c.Close() })
+		if pl == nil {
 			l.releaseSource(src)
 			l.refuse(c, "too many connections in handshake", nil)
+			continue
+		}
+		go l.admit(c, src, pl)
+	}
+}
+
+// setMembers gives the IP addresses of the Raft configuration's servers.
+func (l *raftListener) setMembers(ips []string) {
+	m := make(map[string]bool, len(ips))
+	for _, ip := range ips {
+		if p := net.ParseIP(ip); p != nil {
+			m[p.String()] = true // the form sourceOf gives
 		}
 	}
+	l.members.Store(&m)
+}
+
+// isMember says whether src is a member's address, and whether members
+// are known at all (until then nothing is kept for them).
+func (l *raftListener) isMember(src string) (member, known bool) {
+	m := l.members.Load()
+	if m == nil || len(*m) == 0 {
+		return false, false
+	}
+	return (*m)[src], true
+}
+
+// places counts connections in one state (in handshake, or held by raft)
+// under a bound, half of which only members may take once they are
+// known. A member that finds no place takes one of a stranger's that can
+// be evicted (a connection in handshake), whose connection is closed: a
+// flood that came before the members were known (a node that has just
+// joined learns them from the leader) gives way as they come.
+type places struct {
+	mu   sync.Mutex
+	max  int
+	used int
+	// strangers holds the places taken by others than members, each
+	// with the function evicting its connection (nil: not evictable).
+	strangers map[*place]func()
+}
+
+// place is one connection's place.
+type place struct{ member bool }
+
+// take counts a connection, or says there is no place for it (nil).
+func (p *places) take(member, known bool, evict func()) *place {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.strangers == nil {
+		p.strangers = map[*place]func(){}
+	}
+	pl := &place{member: member}
+	switch {
+	case p.used < p.max && (member || !known || len(p.strangers) < p.max-p.max/2):
+	case member && p.evictStranger():
+	default:
+		return nil
+	}
+	p.used++
+	if !member {
+		p.strangers[pl] = evict
+	}
+	return pl
+}
+
+// evictStranger closes the connection of a stranger's evictable place
+// and forgets it as a stranger's; the place is counted until that
+// connection gives it back, so the bound may be passed by the evictions
+// under way.
+func (p *places) evictStranger() bool {
+	for pl, evict := range p.strangers {
+		if evict != nil {
+			delete(p.strangers, pl)
+			evict()
+			return true
+		}
+	}
+	return false
+}
+
+// give frees a place take counted.
+func (p *places) give(pl *place) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.used--
+	delete(p.strangers, pl)
+}
+
+// inUse is the number of places taken.
+func (p *places) inUse() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.used
 }
 
 // sourceOf is the IP address a connection comes from.
@@ -227,9 +329,10 @@ func (l *raftListener) releaseSource(src string) {
 }
 
 // admit hands c, from src, to raft once it has completed the TLS
-// handshake (when there is TLS) and sent its first byte, or closes it.
-func (l *raftListener) admit(raw net.Conn, src string) {
-	defer func() { <-l.pending }()
+// handshake (when there is TLS) and sent its first byte, or closes it;
+// pending is its place in handshake.
+func (l *raftListener) admit(raw net.Conn, src string, pending *place) {
+	defer l.pending.give(pending)
 	// Until raft has it, the connection's count of src is given back
 	// here; then by closing it.
 	handed := false
@@ -257,13 +360,15 @@ func (l *raftListener) admit(raw net.Conn, src string) {
 		return
 	}
 	raw.SetDeadline(time.Time{})
-	select {
-	case l.open <- struct{}{}:
-	default:
+	// Raft's connections are not evicted: a member whose address is not
+	// in the configuration (behind a proxy or NAT) holds them too.
+	member, known := l.isMember(src)
+	held := l.open.take(member, known, nil)
+	if held == nil {
 		l.refuse(c, "too many open connections", nil)
 		return
 	}
-	ac := &admittedConn{Conn: c, first: first[:], release: func() { <-l.open; l.releaseSource(src) }}
+	ac := &admittedConn{Conn: c, first: first[:], release: func() { l.open.give(held); l.releaseSource(src) }}
 	handed = true
 	select {
 	case l.ready <- ac:
@@ -300,3 +405,42 @@ func (c *admittedConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// tellRaftListenerMembers gives the Raft listener the IP addresses of the
+// servers in the Raft configuration every memberAddrsEvery, names
+// resolved, so that it keeps places for them.
+func (n *Node) tellRaftListenerMembers() {
+	defer n.done.Done()
+	tick := time.NewTicker(memberAddrsEvery)
+	defer tick.Stop()
+	for {
+		if fut := n.raft.GetConfiguration(); fut.Error() == nil {
+			var ips []string
+			for _, s := range fut.Configuration().Servers {
+				host, _, err := net.SplitHostPort(string(s.Address))
+				if err != nil {
+					continue
+				}
+				if net.ParseIP(host) != nil {
+					ips = append(ips, host)
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), memberAddrsEvery)
+				addrs, _ := net.DefaultResolver.LookupHost(ctx, host)
+				cancel()
+				ips = append(ips, addrs...)
+			}
+			n.raftLn.setMembers(ips)
+		}
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// memberAddrsEvery is how often the Raft listener learns the members'
+// addresses: a new member's first connections may come as a stranger's
+// for that long.
+const memberAddrsEvery = time.Second

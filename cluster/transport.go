@@ -44,39 +44,41 @@ func (s *tcpStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 // newTCPTransport listens on bind and advertises advertise, or the bound
 // address when advertise is empty (which must then be a specific IP).
 // With tlsConf (see Config.RaftTLS) every connection is mutual TLS.
-// limits bound the inbound connections.
-func newTCPTransport(bind, advertise string, tlsConf *tls.Config, limits RaftConnLimits, logger hclog.Logger) (*raft.NetworkTransport, error) {
+// limits bound the inbound connections; the listener returned is told the
+// members' addresses (raftListener.setMembers).
+func newTCPTransport(bind, advertise string, tlsConf *tls.Config, limits RaftConnLimits, logger hclog.Logger) (*raft.NetworkTransport, *raftListener, error) {
 	var server, client *tls.Config
 	if tlsConf != nil {
 		var err error
 		if server, client, err = raftTLSConfigs(tlsConf); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
-		return nil, fmt.Errorf("raft address %q: %w", bind, err)
+		return nil, nil, fmt.Errorf("raft address %q: %w", bind, err)
 	}
 	var adv net.Addr = ln.Addr()
 	if advertise != "" {
 		if _, _, err := net.SplitHostPort(advertise); err != nil {
 			ln.Close()
-			return nil, fmt.Errorf("raft advertise address %q: %w", advertise, err)
+			return nil, nil, fmt.Errorf("raft advertise address %q: %w", advertise, err)
 		}
 		adv = hostAddr(advertise)
 	} else if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
 		ln.Close()
-		return nil, fmt.Errorf("raft address %q is not one other nodes can dial: set --raft-advertise", bind)
+		return nil, nil, fmt.Errorf("raft address %q is not one other nodes can dial: set --raft-advertise", bind)
 	}
 	// The listener runs the TLS handshake, in a goroutine per connection
 	// so that a slow peer does not hold up Accept, and hands raft only
 	// verified peers (raftlisten.go).
-	stream := &tcpStream{Listener: newRaftListener(ln, server, limits, logger), advertise: adv, tls: client}
+	rl := newRaftListener(ln, server, limits, logger)
+	stream := &tcpStream{Listener: rl, advertise: adv, tls: client}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: raftConnPool, Timeout: 10 * time.Second, Logger: logger,
 		MsgpackUseNewTimeFormat: true,
-	}), nil
+	}), rl, nil
 }
 
 // raftConnPool is how many idle connections raft's transport keeps per

@@ -12,19 +12,24 @@ import (
 // Admission: the requests that cost a node the most take a share of a
 // bounded capacity while they run: decoding a request body takes its size
 // (at least MinBodyWeight) out of Config.MaxBodyDecodeBytes, searching
-// allocation candidates one of Config.MaxCandidateSearches. A request that
-// does not fit waits at most Config.AdmissionWait, then is answered 503
+// allocation candidates one of Config.MaxCandidateSearches, and sending
+// their answer its size out of Config.MaxAnswerBytes. A request that does
+// not fit waits at most Config.AdmissionWait, then is answered 503
 // placement.server.busy with Retry-After, and counted by
 // Observer.RequestAborted with reason AbortBusy. The share is held only
 // while the body is decoded and validated (not while it arrives: a slow
 // client holds none), or while the search runs and its answer is
-// rendered. On a follower, a body the cluster front forwards to the
-// leader takes its size out of the same capacity while the front holds it
-// (ReadForwarded).
+// rendered; the answer's bytes are held until it is written or its
+// client is gone (a client that does not read is cut at the server's
+// write timeout), so that clients that never read cannot make the node
+// hold their answers without bound. On a follower, a body the cluster
+// front forwards to the leader takes its size out of the same capacity
+// while the front holds it (ReadForwarded).
 const (
 	DefaultMaxBodyDecodeBytes   = 32 << 20
 	DefaultMaxCandidateSearches = 16
 	DefaultAdmissionWait        = 2 * time.Second
+	DefaultMaxAnswerBytes       = 128 << 20
 	// MinBodyWeight is what a small body counts for.
 	MinBodyWeight = 64 << 10
 
@@ -37,6 +42,7 @@ const (
 	// The kinds of slot, for the refusal's message (and the tests' hook).
 	AdmitBody   = "body"
 	AdmitSearch = "search"
+	AdmitAnswer = "answer"
 	// AdmitForward: a body a follower holds while forwarding it to the
 	// leader (ReadForwarded).
 	AdmitForward = "forward"
@@ -67,6 +73,7 @@ func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request, kind string)
 		"route", info.route, "request_id", info.id)
 	w.Header().Set("Retry-After", "1")
 	what := map[string]string{AdmitBody: "request bodies being decoded", AdmitSearch: "allocation candidate searches",
+		AdmitAnswer:  "allocation candidate answers being sent",
 		AdmitForward: "request bodies being decoded or forwarded"}[kind]
 	writeError(w, r, http.StatusServiceUnavailable,
 		fmt.Sprintf("The server is busy: too many %s at once. Retry shortly.", what), CodeServerBusy)

@@ -373,9 +373,16 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	buf := responseBuffers.Get().(*[]byte)
 	body := candidatesJSON((*buf)[:0], versionOf(r), req, res)
 	// The answer is rendered: what remains is writing it. The search's
-	// memory goes back for the next ones.
+	// memory goes back for the next ones; the answer's bytes are held
+	// until written (its room is taken before the search slot is given
+	// back, so at most one answer per slot waits for room).
 	res.Release()
+	sent, ok := s.admit(w, r, s.answerBytes, AdmitAnswer, int64(len(body)))
 	release()
+	if !ok {
+		return
+	}
+	defer sent()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)

@@ -310,6 +310,9 @@ func FuzzProviderBody(f *testing.F) {
 
 func FuzzInventoriesBody(f *testing.F) {
 	f.Add(uint8(0), uint8(26), []byte(`{"resource_provider_generation": 4, "inventories": {"VCPU": {"total": 64}, "MEMORY_MB": {"total": 4096}, "DISK_GB": {"total": 100}}}`))
+	// Integers at and past Python's 4300 digits (refused before they are converted).
+	f.Add(uint8(0), uint8(26), []byte(`{"resource_provider_generation": 4, "inventories": {"VCPU": {"total": `+strings.Repeat("9", 4300)+`}}}`))
+	f.Add(uint8(2), uint8(26), []byte(`{"resource_provider_generation": 4, "total": `+strings.Repeat("9", 100000)+`, "allocation_ratio": 1`+strings.Repeat("0", 5000)+`.5}`))
 	f.Fuzz(func(t *testing.T, op, minor uint8, body []byte) {
 		a := fuzzServer(t)
 		rp := pick(op/4, fuzzRoot, fuzzChild, fuzzShared, fuzzEmpty)
@@ -350,6 +353,7 @@ func FuzzAggregatesBody(f *testing.F) {
 // mappings (1.34+) and consumer types (1.38+).
 func FuzzAllocationsBody(f *testing.F) {
 	f.Add(uint8(0), uint8(28), []byte(`{"consumer_generation": 1, "project_id": "p", "user_id": "u", "allocations": {"`+fuzzRoot+`": {"resources": {"VCPU": 1}}}}`))
+	f.Add(uint8(0), uint8(28), []byte(`{"consumer_generation": -`+strings.Repeat("1", 4301)+`, "project_id": "p", "user_id": "u", "allocations": {"`+fuzzRoot+`": {"resources": {"VCPU": `+strings.Repeat("1", 50000)+`}}}}`))
 	f.Add(uint8(2), uint8(11), []byte(`{"allocations": [{"resource_provider": {"uuid": "`+fuzzRoot+`"}, "resources": {"VCPU": 1}}], "project_id": "p", "user_id": "u"}`))
 	f.Fuzz(func(t *testing.T, op, minor uint8, body []byte) {
 		a := fuzzServer(t)
@@ -411,6 +415,7 @@ func escapeRawQuery(q string) string {
 
 func FuzzProvidersQuery(f *testing.F) {
 	f.Add(uint8(39), "resources=VCPU:1&in_tree="+fuzzRoot)
+	f.Add(uint8(39), "resources=VCPU:"+strings.Repeat("9", 4301))
 	f.Fuzz(func(t *testing.T, minor uint8, query string) {
 		fuzzQuery(t, "/resource_providers", minor, query)
 	})
@@ -418,6 +423,7 @@ func FuzzProvidersQuery(f *testing.F) {
 
 func FuzzCandidatesQuery(f *testing.F) {
 	f.Add(uint8(39), "resources=VCPU:1,DISK_GB:10&required=CUSTOM_FUZZ_TRAIT&group_policy=none")
+	f.Add(uint8(39), "resources=VCPU:"+strings.Repeat("9", 4300)+"&resources1=DISK_GB:1_"+strings.Repeat("0", 4300)+"&limit="+strings.Repeat("7", 5000))
 	f.Fuzz(func(t *testing.T, minor uint8, query string) {
 		fuzzQuery(t, "/allocation_candidates", minor, query)
 	})

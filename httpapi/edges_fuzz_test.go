@@ -181,6 +181,7 @@ func FuzzMicroversionHeader(f *testing.F) {
 // groups of valid UUIDs.
 func FuzzQueryNormalize(f *testing.F) {
 	for _, s := range []string{"VCPU:1,MEMORY_MB:1024", "VCPU:1_000", "VCPU: 2 ", "VCPU:0", "VCPU:-1", "VCPU:99999999999999999999",
+		"VCPU:" + strings.Repeat("9", 4300), "VCPU:" + strings.Repeat("9", 4301), "VCPU:1_" + strings.Repeat("0", 4300),
 		"HW_CPU_X86_AVX,!CUSTOM_X", "in:A,B", "!!A", "in:!A", " A ,B", "in:" + fuzzAgg + "," + fuzzAgg, "!in:" + fuzzAgg,
 		"!" + strings.ReplaceAll(fuzzAgg, "-", ""), "a,b"} {
 		for kind := uint8(0); kind < 3; kind++ {

@@ -526,6 +526,32 @@ func TestUnicodeNames(t *testing.T) {
 	}
 }
 
+// exchangeRaw sends raw on a new connection to addr and reads the
+// answers until the connection ends.
+func exchangeRaw(t *testing.T, addr, raw string) []*http.Response {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	var out []*http.Response
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return out
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(strings.NewReader(string(b)))
+		out = append(out, resp)
+	}
+}
+
 // TestFixContentLength serves the API the way placementd does, behind
 // FixContentLength, and talks raw HTTP to it.
 func TestFixContentLength(t *testing.T) {
@@ -538,28 +564,7 @@ func TestFixContentLength(t *testing.T) {
 	go srv.Serve(FixContentLength(ln))
 	t.Cleanup(func() { srv.Close() })
 
-	exchange := func(raw string) []*http.Response {
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.WriteString(conn, raw); err != nil {
-			t.Fatal(err)
-		}
-		br := bufio.NewReader(conn)
-		var out []*http.Response
-		for {
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				return out
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body = io.NopCloser(strings.NewReader(string(b)))
-			out = append(out, resp)
-		}
-	}
+	exchange := func(raw string) []*http.Response { return exchangeRaw(t, ln.Addr().String(), raw) }
 	body := `{"uuid": "ce13d7f1-9988-4dfd-8e16-ce071802eb36"}`
 	resps := exchange("POST /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\nContent-Type: application/json\r\nContent-Length: hi mom\r\n\r\n" + body)
 	if len(resps) != 1 || resps[0].StatusCode != 400 || !resps[0].Close {

@@ -3,12 +3,18 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/placementd/placementd/fsm/state"
 )
 
 // Go's HTTP server refuses a request whose Content-Length is not a number
@@ -22,7 +28,8 @@ import (
 // a chunked request it stops looking (later requests on that connection
 // are passed on untouched).
 
-// FixContentLength wraps l; see above. Serve the API on the result.
+// FixContentLength wraps l; see above, and clConn.Write for Go's other
+// refusals. Serve the API on the result.
 func FixContentLength(l net.Listener) net.Listener { return &clListener{l} }
 
 type clListener struct{ net.Listener }
@@ -190,4 +197,59 @@ func (c *clConn) Close() error {
 		io.Copy(io.Discard, tc)
 	}
 	return c.Conn.Close()
+}
+
+// Go's HTTP server answers some requests itself, before any handler
+// runs, in plain text: 431 for headers past its bound, 400 for a request
+// line or header it cannot read, 501 for a Transfer-Encoding it does not
+// know. It writes each such answer whole, in one Write, with these
+// headers and nothing else (a handler's answers carry a Date), then
+// closes the connection. Write turns them into Placement's error format,
+// with a request id.
+const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+func (c *clConn) Write(b []byte) (int, error) {
+	if answer := placementRefusal(b); answer != nil {
+		if _, err := c.Conn.Write(answer); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+// placementRefusal is Go's own error answer b in Placement's format, or
+// nil when b is not one.
+func placementRefusal(b []byte) []byte {
+	const proto = "HTTP/1.1 "
+	if len(b) > 1024 || !bytes.HasPrefix(b, []byte(proto)) {
+		return nil
+	}
+	statusLine, text, ok := bytes.Cut(b[len(proto):], []byte(goErrorHeaders))
+	if !ok || len(statusLine) < 3 {
+		return nil
+	}
+	status, err := strconv.Atoi(string(statusLine[:3]))
+	if err != nil || status < 400 {
+		return nil
+	}
+	// Go's text: "431 Request Header Fields Too Large", "400 Bad Request:
+	// malformed Host header", "Unsupported transfer encoding".
+	detail := string(text)
+	if rest, ok := strings.CutPrefix(detail, strconv.Itoa(status)+" "+http.StatusText(status)); ok {
+		detail = strings.TrimPrefix(rest, ": ")
+	}
+	if detail == "" {
+		detail = map[int]string{
+			http.StatusBadRequest:                  "The request line or a header could not be read.",
+			http.StatusRequestHeaderFieldsTooLarge: "The request's headers are too large.",
+		}[status]
+	}
+	st := statusInfo(status)
+	id := "req-" + uuid.NewString()
+	item := errorItem{Status: status, Title: st.title, Code: state.CodeDefault, RequestID: id,
+		Detail: stripTags(errorBodyText(&http.Request{Header: http.Header{}}, st, detail, noEscape))}
+	body, _ := pyJSON(errorBody{Errors: []errorItem{item}})
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s: %s\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), requestIDHeader, id, body)
 }

@@ -247,7 +247,7 @@ func normalizeResources(qs string) ([]state.ResourceAmount, string) {
 
 // pyIntBig parses a string as Python's int() does for ASCII input: optional
 // surrounding whitespace, an optional sign, decimal digits with single
-// underscores between them.
+// underscores between them, and at most schema.MaxIntDigits digits.
 func pyIntBig(s string) (*big.Int, bool) {
 	t := pyStripText(s)
 	digits := strings.TrimLeft(t, "+-")
@@ -267,7 +267,9 @@ func pyIntBig(s string) (*big.Int, bool) {
 			return nil, false
 		}
 	}
-	if !prevDigit {
+	if !prevDigit || schema.IntDigitsError(clean.Len()) != nil {
+		// Past Python's digit limit int() raises ValueError before
+		// converting; so does this, the conversion being quadratic.
 		return nil, false
 	}
 	n, ok := new(big.Int).SetString(clean.String(), 10)

@@ -135,6 +135,12 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.
 		return false
 	}
 	defer release()
+	// Each step below is linear in the body (integers past Python's digit
+	// limit are refused by the parser's first pass); between them the
+	// request's deadline and its client are checked.
+	if s.aborted(w, r, r.Context().Err()) {
+		return false
+	}
 	var doc schema.Doc
 	if sch == nil {
 		doc, err = schema.DecodeDoc(body)
@@ -156,6 +162,9 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, sch *schema.
 		// allocation_ratio passes upstream's schema to fail later with a
 		// 500; placementd refuses it here.
 		writeError(w, r, http.StatusBadRequest, "Malformed JSON: Out of range float values are not JSON compliant", "")
+		return false
+	}
+	if s.aborted(w, r, r.Context().Err()) {
 		return false
 	}
 	if d, ok := dst.(*schema.Doc); ok {

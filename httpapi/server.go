@@ -91,6 +91,9 @@ type Config struct {
 	MaxBodyDecodeBytes   int64
 	MaxCandidateSearches int
 	AdmissionWait        time.Duration
+	// MaxAnswerBytes bounds the bytes of allocation-candidates answers
+	// held while they are sent (0: DefaultMaxAnswerBytes; -1: no bound).
+	MaxAnswerBytes int64
 
 	// Observer, when set, is told about every request the API answers and
 	// every allocation-candidates search (Prometheus metrics).
@@ -126,9 +129,9 @@ type Server struct {
 	inner http.Handler
 	// keystone validates tokens when cfg.Keystone is set.
 	keystone *keystone
-	// bodySlots and searchSlots admit body decodes and candidate
-	// searches (admission.go).
-	bodySlots, searchSlots *httpguard.Admission
+	// bodySlots, searchSlots and answerBytes admit body decodes,
+	// candidate searches and their answers being sent (admission.go).
+	bodySlots, searchSlots, answerBytes *httpguard.Admission
 	// onAdmitted, set by tests only, runs once a request took a slot.
 	onAdmitted func(kind string)
 }
@@ -165,9 +168,13 @@ func New(backend Backend, cfg Config) *Server {
 	if cfg.AdmissionWait == 0 {
 		cfg.AdmissionWait = DefaultAdmissionWait
 	}
+	if cfg.MaxAnswerBytes == 0 {
+		cfg.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
 	s := &Server{cfg: cfg, backend: backend,
 		bodySlots:   httpguard.NewAdmission(cfg.MaxBodyDecodeBytes, cfg.AdmissionWait),
-		searchSlots: httpguard.NewAdmission(int64(cfg.MaxCandidateSearches), cfg.AdmissionWait)}
+		searchSlots: httpguard.NewAdmission(int64(cfg.MaxCandidateSearches), cfg.AdmissionWait),
+		answerBytes: httpguard.NewAdmission(cfg.MaxAnswerBytes, cfg.AdmissionWait)}
 	router := mux.NewRouter()
 	// Routes matches paths as they are: no cleaning, no redirects.
 	router.SkipClean(true)

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/cluster/backend"
 )
@@ -357,10 +359,16 @@ func writeUnavailable(w http.ResponseWriter, detail string, retry bool) {
 }
 
 func writeErrorBody(w http.ResponseWriter, status int, detail string) {
+	// A request id, as the API's errors carry, for the operator to quote.
+	id := w.Header().Get(requestIDHeader)
+	if id == "" {
+		id = "req-" + uuid.NewString()
+		w.Header().Set(requestIDHeader, id)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]any{{
 		"status": status, "title": http.StatusText(status), "detail": detail,
-		"code": "placement.undefined_code",
+		"code": "placement.undefined_code", "request_id": id,
 	}}})
 }

@@ -18,6 +18,7 @@ type httpLimitFlags struct {
 	maxConns, maxConnsPerIP        int
 	maxRequestBodyMB               int64
 	maxBodyDecodeMB                int64
+	maxAnswerMB                    int64
 	maxCandidateSearches           int
 	admissionWait                  time.Duration
 }
@@ -31,6 +32,7 @@ func (f *httpLimitFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxConnsPerIP, "http-max-connections-per-ip", httpguard.DefaultMaxConnsPerIP, "cap on connections open to the API from one client address; behind a proxy, at least the proxy's own connection limit (0: no cap)")
 	fs.Int64Var(&f.maxRequestBodyMB, "max-request-body-mb", httpapi.DefaultMaxBodyBytes>>20, fmt.Sprintf("bound, in MiB, on one request body of the API (1 to %d); a longer body is answered 413 and changes nothing", maxRequestBodyMB))
 	fs.Int64Var(&f.maxBodyDecodeMB, "max-body-decode-mb", httpapi.DefaultMaxBodyDecodeBytes>>20, "MiB of request bodies decoded at once (each body counts at least 64 KiB); past it a request waits up to --admission-wait, then is answered 503 placement.server.busy with Retry-After (-1: no bound)")
+	fs.Int64Var(&f.maxAnswerMB, "max-answer-mb", httpapi.DefaultMaxAnswerBytes>>20, "MiB of allocation-candidates answers held while they are sent (a client that does not read holds its answer until --http-write-timeout); past it an answer waits up to --admission-wait, then is answered 503 placement.server.busy (-1: no bound)")
 	fs.IntVar(&f.maxCandidateSearches, "max-candidate-searches", httpapi.DefaultMaxCandidateSearches, "allocation-candidates searches run at once; past it as --max-body-decode-mb (-1: no bound)")
 	fs.DurationVar(&f.admissionWait, "admission-wait", httpapi.DefaultAdmissionWait, "how long a request waits for a free body or search slot before it is answered 503 placement.server.busy")
 }
@@ -64,7 +66,7 @@ func (f *httpLimitFlags) limits(requestTimeout time.Duration) (httpguard.Limits,
 	for _, n := range []struct {
 		name string
 		v    int64
-	}{{"--max-body-decode-mb", f.maxBodyDecodeMB}, {"--max-candidate-searches", int64(f.maxCandidateSearches)}} {
+	}{{"--max-body-decode-mb", f.maxBodyDecodeMB}, {"--max-answer-mb", f.maxAnswerMB}, {"--max-candidate-searches", int64(f.maxCandidateSearches)}} {
 		if n.v == 0 || n.v < -1 {
 			return l, fmt.Errorf("%s %d: want -1 (no bound) or a positive number", n.name, n.v)
 		}
@@ -86,6 +88,7 @@ func (f *httpLimitFlags) apiLimits(cfg *httpapi.Config) {
 	cfg.MaxBodyBytes = f.maxRequestBodyMB << 20
 	cfg.MaxBodyDecodeBytes = mbOrUnbounded(f.maxBodyDecodeMB)
 	cfg.MaxCandidateSearches = f.maxCandidateSearches
+	cfg.MaxAnswerBytes = mbOrUnbounded(f.maxAnswerMB)
 	cfg.AdmissionWait = f.admissionWait
 }
 

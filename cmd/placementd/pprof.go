@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/placementd/placementd/httpapi/httpguard"
 )
 
 // servePprof serves Go's runtime profiles (net/http/pprof) on addr, for
@@ -18,10 +20,11 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	if !loopbackOnly(addr) {
 		return nil, fmt.Errorf("--pprof-addr %s: profiles are served on a loopback address only (127.0.0.1:PORT)", addr)
 	}
-	ln, err := net.Listen("tcp", addr)
+	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--pprof-addr: %w", err)
 	}
+	ln := httpguard.Listen(tcp, httpguard.Limits{}.Side(), nil, nil)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

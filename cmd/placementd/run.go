@@ -82,7 +82,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	go func() { errc <- srv.Serve(ls.api) }()
 	if ls.metrics != nil {
 		msrv := ls.limits.Server(metricsHandler(mtr, metricsAccessOf(c)))
-		go msrv.Serve(httpguard.Listen(ls.metrics, ls.limits, nil, nil))
+		go msrv.Serve(httpguard.Listen(ls.metrics, ls.limits.Side(), httpapi.ConnRefusal(), nil))
 		defer msrv.Close()
 		log.Info("serving /metrics", "metrics", ls.metrics.Addr().String())
 	}

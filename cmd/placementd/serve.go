@@ -90,8 +90,8 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	d := cluster.DefaultRaftConnLimits
 	fs.DurationVar(&c.raftConns.Handshake, "raft-handshake-timeout", d.Handshake, "an inbound Raft connection that has not finished its TLS handshake this long after connecting is closed")
 	fs.DurationVar(&c.raftConns.FirstMessage, "raft-first-message-timeout", d.FirstMessage, "an inbound Raft connection that has sent no RPC this long after its handshake (or after connecting, without TLS) is closed")
-	fs.IntVar(&c.raftConns.MaxPending, "raft-max-pending-connections", d.MaxPending, "cap on inbound Raft connections in handshake or waiting for their first RPC; past it new ones are closed at once")
-	fs.IntVar(&c.raftConns.MaxOpen, "raft-max-connections", d.MaxOpen, "cap on inbound Raft connections held by Raft (a peer keeps a handful); past it new ones are closed")
+	fs.IntVar(&c.raftConns.MaxPending, "raft-max-pending-connections", d.MaxPending, "cap on inbound Raft connections in handshake or waiting for their first RPC; past it new ones are closed at once (half kept for the members' addresses)")
+	fs.IntVar(&c.raftConns.MaxOpen, "raft-max-connections", d.MaxOpen, "cap on inbound Raft connections held by Raft (a peer keeps a handful); past it new ones are closed (half kept for the members' addresses)")
 	fs.IntVar(&c.raftConns.MaxPerSource, "raft-max-connections-per-ip", d.MaxPerSource, "cap on inbound Raft connections from one IP address, pending and held alike, so that one source cannot take every place; members sharing an address (one host, a NAT) share it (0: no cap)")
 	fs.StringVar(&c.region, "region", "", "region of this node (a label: cluster status, metrics, --leader-regions and the check that losing one region keeps a quorum)")
 	fs.StringVar(&c.zone, "zone", "", "zone of this node within its region (a label)")

@@ -28,9 +28,21 @@ const (
 	DefaultMaxConns      = 32768
 	DefaultMaxConnsPerIP = 2048
 	// FDReserve is kept free of client connections under the process's
-	// file descriptor limit, for Raft, the data files and forwarding.
+	// file descriptor limit, for Raft, the data files and forwarding, and
+	// the side listeners' connections (SideMaxConns).
 	FDReserve = 1024
+	// SideMaxConns caps the connections open at once to each side
+	// listener (--metrics-addr, --pprof-addr): a Prometheus or a profiler
+	// needs a handful, and without a cap of their own they would share
+	// the file descriptors the API's cap leaves under the limit.
+	SideMaxConns = 64
 )
+
+// Side is l with the connection caps of a side listener (SideMaxConns).
+func (l Limits) Side() Limits {
+	l.MaxConns, l.MaxConnsPerIP = SideMaxConns, SideMaxConns
+	return l
+}
 
 // Limits are one HTTP server's timeouts and connection caps.
 type Limits struct {

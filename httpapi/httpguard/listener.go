@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -22,6 +23,9 @@ type Listener struct {
 	max, perIP int
 	refusal    []byte
 	onRefuse   func(reason string)
+	// lingering holds a place per refused connection being drained
+	// before it is closed (closeAfterReading).
+	lingering chan struct{}
 
 	mu        sync.Mutex
 	open      int
@@ -34,7 +38,7 @@ type Listener struct {
 // may be nil.
 func Listen(ln net.Listener, l Limits, refusal []byte, onRefuse func(reason string)) *Listener {
 	return &Listener{Listener: ln, max: l.MaxConns, perIP: l.MaxConnsPerIP, refusal: refusal,
-		onRefuse: onRefuse, perIPOpen: map[string]int{}}
+		onRefuse: onRefuse, perIPOpen: map[string]int{}, lingering: make(chan struct{}, maxLingering)}
 }
 
 // Open is the number of connections open through the listener.
@@ -84,17 +88,59 @@ func (l *Listener) release(ip string) {
 	}
 }
 
-// refuse answers and closes c. The answer goes into the new socket's
-// empty send buffer, so the write does not wait; the deadline is a
-// safeguard.
+// refuse answers and closes c. Answering at once, and closing with the
+// client's request unread, would lose the answer: an HTTP client takes an
+// answer before its request for garbage, and closing a socket with
+// unread data resets it, which can destroy the answer before the client
+// reads it. So a goroutine waits for the request's first bytes, answers,
+// ends its side, reads what the client still sends for a moment, then
+// closes: for at most maxLingering connections at once, past which c is
+// answered and closed at once.
 func (l *Listener) refuse(c net.Conn, reason string) {
 	if l.onRefuse != nil {
 		l.onRefuse(reason)
 	}
-	if len(l.refusal) > 0 {
+	if len(l.refusal) == 0 {
+		c.Close()
+		return
+	}
+	select {
+	case l.lingering <- struct{}{}:
+		go func() {
+			defer func() { <-l.lingering }()
+			answerThenClose(c, l.refusal)
+		}()
+	default:
 		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		c.Write(l.refusal)
+		c.Close()
 	}
+}
+
+// Bounds on refusing connections: how many are answered and drained at
+// once, how long the wait for a request and the draining last, and how
+// much is read of each.
+const (
+	maxLingering   = 64
+	lingerFor      = 500 * time.Millisecond
+	maxLingerBytes = 1 << 20
+)
+
+// answerThenClose waits at most lingerFor for c's request to begin,
+// writes answer (which fits in the new socket's empty send buffer: the
+// write deadline is a safeguard), ends the sending side (the client reads
+// the answer, then end of file), reads and drops what the client still
+// sends until it closes or lingerFor passes, and closes c.
+func answerThenClose(c net.Conn, answer []byte) {
+	c.SetReadDeadline(time.Now().Add(lingerFor))
+	c.Read(make([]byte, 4096))
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	c.Write(answer)
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(lingerFor))
+	io.Copy(io.Discard, io.LimitReader(c, maxLingerBytes))
 	c.Close()
 }
 

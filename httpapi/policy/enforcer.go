@@ -217,7 +217,7 @@ func build(opts Options, file []fileRule) (*Enforcer, []string, error) {
 		fileChecks[fr.name] = fr.check
 		if d, ok := defaultsByName[fr.name]; ok && fr.check.String() == defaultChecks[d.name].String() {
 			warnings = append(warnings, fmt.Sprintf(
-				"policy file rule %q is the same as the default %q", fr.name, d.check))
+				"policy file rule %q (%s) is the same as the default %q", fr.name, fr.where(), d.check))
 		}
 	}
 	deprecatedNames := map[string]bool{}
@@ -232,6 +232,11 @@ func build(opts Options, file []fileRule) (*Enforcer, []string, error) {
 	}
 
 	if cyc := findCycle(rules); cyc != nil {
+		for i, name := range cyc {
+			if !policyNameRE.MatchString(name) {
+				cyc[i] = "(name not shown)"
+			}
+		}
 		return nil, nil, fmt.Errorf("policy rules refer to each other in a cycle: %s", strings.Join(cyc, " -> "))
 	}
 
@@ -268,25 +273,25 @@ func build(opts Options, file []fileRule) (*Enforcer, []string, error) {
 			}
 		})
 		for _, ref := range undefined {
-			w := fmt.Sprintf("policy rule %q refers to undefined rule %q, which is false", name, ref)
+			w := fmt.Sprintf("policy rule %s refers to undefined rule %s, which is false", shownName(name), shownName(ref))
 			if _, ok := rules[defaultRuleName]; ok {
-				w = fmt.Sprintf("policy rule %q refers to undefined rule %q; the %q rule applies instead",
-					name, ref, defaultRuleName)
+				w = fmt.Sprintf("policy rule %s refers to undefined rule %s; the %q rule applies instead",
+					shownName(name), shownName(ref), defaultRuleName)
 			}
 			warnings = append(warnings, w)
 		}
 	}
-	var unknown []string
+	var unknown []fileRule
 	for _, fr := range file {
 		if _, registered := defaultsByName[fr.name]; registered || deprecatedNames[fr.name] || reached[fr.name] {
 			continue
 		}
-		unknown = append(unknown, fr.name)
+		unknown = append(unknown, fr)
 	}
-	sort.Strings(unknown)
-	for _, name := range unknown {
+	sort.SliceStable(unknown, func(i, j int) bool { return unknown[i].name < unknown[j].name })
+	for _, fr := range unknown {
 		warnings = append(warnings, fmt.Sprintf(
-			"policy file rule %q is not a Placement policy and no rule refers to it; it has no effect", name))
+			"policy file rule %s (%s) is not a Placement policy and no rule refers to it; it has no effect", shownName(fr.name), fr.where()))
 	}
 	return &Enforcer{opts: opts, rules: rules}, warnings, nil
 }

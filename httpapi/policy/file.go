@@ -3,9 +3,12 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -14,7 +17,62 @@ import (
 type fileRule struct {
 	name  string
 	check check
-	line  int // 0 when unknown (JSON fallback)
+	line  int    // 0 when unknown (JSON fallback)
+	path  string // the file's
+}
+
+// where is the rule's file and line, for messages.
+func (fr fileRule) where() string {
+	if fr.line == 0 {
+		return fr.path
+	}
+	return fmt.Sprintf("%s line %d", fr.path, fr.line)
+}
+
+// Messages about a policy file quote its rule names only when they look
+// like policy names, and never its check strings: an operator may point
+// policy_file at a file that is no policy (/etc/shadow parses as YAML, its
+// lines as rule names), which must not end up in the log.
+var policyNameRE = regexp.MustCompile(`^[a-z0-9_.:-]{1,128}$`)
+
+// shownName is name quoted when it looks like a policy name, or a note
+// that it is not shown.
+func shownName(name string) string {
+	if policyNameRE.MatchString(name) {
+		return strconv.Quote(name)
+	}
+	return "(name not shown: not a policy name)"
+}
+
+// contentRE matches what a check string's parse error quotes of it (in
+// double quotes; the syntax it expects is in single quotes, or is "@" and
+// "!"), and yamlContentRE what the YAML parser's errors quote.
+var (
+	contentRE     = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	yamlContentRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^']*'|` + "`[^`]*`")
+)
+
+// withoutQuotes is msg with what re finds (parts of the file) left out.
+func withoutQuotes(msg string, re *regexp.Regexp) string {
+	return re.ReplaceAllStringFunc(msg, func(q string) string {
+		if q == `"@"` || q == `"!"` {
+			return q
+		}
+		return "(...)"
+	})
+}
+
+// checkError is the reason a check string at line does not parse,
+// without the check string.
+func checkError(err error) string {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		if pe.Column > 0 {
+			return fmt.Sprintf("invalid check string: column %d: %s", pe.Column, withoutQuotes(pe.Msg, contentRE))
+		}
+		return "invalid check string: " + withoutQuotes(pe.Msg, contentRE)
+	}
+	return withoutQuotes(err.Error(), contentRE)
 }
 
 // loadFile reads a policy file: a YAML (or JSON, which is YAML) mapping of
@@ -31,6 +89,9 @@ func loadFile(path string) ([]fileRule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy file %s: %w", path, err)
 	}
+	for i := range rules {
+		rules[i].path = path
+	}
 	return rules, nil
 }
 
@@ -45,7 +106,7 @@ func parseFileContents(data []byte) ([]fileRule, error) {
 				return jsonRules(m)
 			}
 		}
-		return nil, fmt.Errorf("not valid YAML or JSON: %v", yerr)
+		return nil, fmt.Errorf("not valid YAML or JSON: %s", withoutQuotes(yerr.Error(), yamlContentRE))
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, nil // empty file
@@ -67,7 +128,7 @@ func parseFileContents(data []byte) ([]fileRule, error) {
 		name := k.Value
 		c, err := yamlCheck(v)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: rule %q: %w", v.Line, name, err)
+			return nil, fmt.Errorf("line %d: rule %s: %s", v.Line, shownName(name), checkError(err))
 		}
 		fr := fileRule{name: name, check: c, line: k.Line}
 		if j, dup := index[name]; dup {
@@ -92,14 +153,14 @@ func yamlCheck(v *yaml.Node) (check, error) {
 		case "!!null":
 			return trueCheck{}, nil
 		}
-		return nil, fmt.Errorf("check string must be a string, not %s %q (quote it)", v.ShortTag(), v.Value)
+		return nil, fmt.Errorf("check string must be a string, not %s (quote it)", v.ShortTag())
 	case yaml.SequenceNode:
 		var list [][]string
 		for _, item := range v.Content {
 			switch item.Kind {
 			case yaml.ScalarNode:
 				if item.ShortTag() != "!!str" {
-					return nil, fmt.Errorf("list rule element must be a string, not %s %q", item.ShortTag(), item.Value)
+					return nil, fmt.Errorf("list rule element must be a string, not %s", item.ShortTag())
 				}
 				list = append(list, []string{item.Value})
 			case yaml.SequenceNode:
@@ -138,7 +199,7 @@ func jsonRules(m map[string]any) ([]fileRule, error) {
 	for name, v := range m {
 		c, err := jsonCheck(v)
 		if err != nil {
-			return nil, fmt.Errorf("rule %q: %w", name, err)
+			return nil, fmt.Errorf("rule %s: %s", shownName(name), checkError(err))
 		}
 		out = append(out, fileRule{name: name, check: c})
 	}

@@ -204,6 +204,7 @@ func (p *pyScanner) number(start int) (any, int, error) {
 	default:
 		return nil, 0, p.expectingValue(start)
 	}
+	intEnd := i
 	if i+1 < n && p.s[i] == '.' && isDigit(p.s[i+1]) {
 		for i += 2; i < n && isDigit(p.s[i]); i++ {
 		}
@@ -219,6 +220,17 @@ func (p *pyScanner) number(start int) (any, int, error) {
 		}
 		if k > j {
 			i = k
+		}
+	}
+	if i == intEnd {
+		// An int: refused past Python's limit in the first pass, before
+		// any decimal-to-binary conversion (quadratic in the digits).
+		digits := intEnd - start
+		if p.s[start] == '-' {
+			digits--
+		}
+		if err := IntDigitsError(digits); err != nil {
+			return nil, 0, &DecodeError{err}
 		}
 	}
 	if p.dry {

@@ -252,3 +252,18 @@ func sortedMapKeys[V any](m map[string]V) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// MaxIntDigits is Python's limit on the digits of an integer read from
+// text (sys.get_int_max_str_digits(), 4300 by default): int() and
+// json.loads refuse longer ones at once, before converting anything.
+const MaxIntDigits = 4300
+
+// IntDigitsError is Python's ValueError for an integer literal of that
+// many decimal digits (sign and underscores not counted), nil within
+// MaxIntDigits.
+func IntDigitsError(digits int) error {
+	if digits <= MaxIntDigits {
+		return nil
+	}
+	return fmt.Errorf("Exceeds the limit (%d digits) for integer string conversion: value has %d digits; use sys.set_int_max_str_digits() to increase the limit", MaxIntDigits, digits)
+}

@@ -549,7 +549,7 @@ func (s *loadSoak) hostile(ctx context.Context, rng *rand.Rand) {
 		}
 		s.problem("hostile %s: answered %d %.200s", kind, code, raw)
 	}
-	switch rng.Intn(7) {
+	switch rng.Intn(10) {
 	case 0:
 		code, raw, err := s.do(ctx, n, "PUT", "/allocations/"+uuid.NewString(), []byte(`{"allocations": {`))
 		expect("malformed", code, raw, err, 400)
@@ -575,6 +575,21 @@ func (s *loadSoak) hostile(ctx context.Context, rng *rand.Rand) {
 		expect("forged-headers", code, raw, err, 200, 400)
 	case 5:
 		s.slowClient(ctx, n, rng)
+	case 7:
+		// Integers past Python's 4300 digits, refused before any
+		// conversion (quadratic in the digits).
+		digits := strings.Repeat("9", 4301+rng.Intn(1<<20))
+		if rng.Intn(2) == 0 {
+			code, raw, err := s.do(ctx, n, "POST", "/resource_providers", []byte(`{"name": `+digits+`}`))
+			expect("huge-integer", code, raw, err, 400)
+		} else {
+			code, raw, err := s.do(ctx, n, "GET", "/allocation_candidates?resources=VCPU:"+digits[:4301+rng.Intn(20000)], nil)
+			expect("huge-integer", code, raw, err, 400)
+		}
+	case 8:
+		s.unreadAnswer(ctx, n, rng)
+	case 9:
+		s.raftFlood(ctx, n, rng)
 	default:
 		code, raw, err := s.do(ctx, n, "POST", "/resource_providers", []byte(`{"name": "x"}`), "Content-Type", "text/plain")
 		expect("content-type", code, raw, err, 415, 400)
@@ -609,6 +624,52 @@ func (s *loadSoak) slowClient(ctx context.Context, n *testcluster.Proc, rng *ran
 		}
 	}
 	s.count("hostile-slow", 0, nil)
+}
+
+// unreadAnswer asks for allocation candidates on a connection that never
+// reads the answer (a small receive buffer), for a few seconds, then goes
+// away: the node holds such answers within --max-answer-mb.
+func (s *loadSoak) unreadAnswer(ctx context.Context, n *testcluster.Proc, rng *rand.Rand) {
+	conn, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", n.HTTPAddr)
+	if err != nil {
+		s.count("hostile-unread", 0, err)
+		return
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /allocation_candidates?resources1=VCPU:1&resources2=MEMORY_MB:512&group_policy=none HTTP/1.1\r\n"+
+		"Host: x\r\nX-Auth-Token: admin\r\nOpenStack-API-Version: %s\r\n\r\n", soakVersion)
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Duration(1000+rng.Intn(4000)) * time.Millisecond):
+	}
+	s.count("hostile-unread", 0, nil)
+}
+
+// raftFlood opens silent connections to n's Raft port from up to 50
+// loopback addresses other than the members' (127.0.x.y), holds them a
+// few seconds and closes them: members keep their own places.
+func (s *loadSoak) raftFlood(ctx context.Context, n *testcluster.Proc, rng *rand.Rand) {
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range 100 {
+		ip := net.IPv4(127, 0, byte(1+rng.Intn(200)), byte(2+(i/2)%250))
+		d := &net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: ip}}
+		c, err := d.DialContext(ctx, "tcp", n.RaftAddr)
+		if err != nil {
+			continue
+		}
+		conns = append(conns, c)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Duration(1000+rng.Intn(4000)) * time.Millisecond):
+	}
+	s.count("hostile-raft-flood", 0, nil)
 }
 
 // killLeader kills the leader with SIGKILL and restarts it once the

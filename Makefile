@@ -4,7 +4,9 @@ GO ?= go
 CONFORMANCE_DIR ?= ../shared/conformance
 CONFORMANCE_JOBS ?= 2
 BIN := bin/placementd
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The commit stamped into the binary beside the release in
+# cmd/placementd/version.go (`placementd version`: 0.10.0+COMMIT).
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
 # Every upstream conformance file must pass completely: `make test` runs them
 # all (the foundation, allocations, candidates and policy issues together
@@ -21,7 +23,7 @@ CONFORMANCE_REQUIRED := \
 	resource-classes-last-modified traits aggregate
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/placementd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/placementd
 
 run: build
 	./$(BIN) serve --http-addr 127.0.0.1:8778 --data-dir ./data

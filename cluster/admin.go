@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/fsm"
 )
 
 // The operator API, under /_cluster/ (a prefix Placement does not use).
@@ -56,6 +58,12 @@ type NodeStatus struct {
 	// placement command applied: nodes at the same StateIndex must agree.
 	Digest     string `json:"digest"`
 	StateIndex uint64 `json:"state_index"`
+	// BuildVersion and Reads: this node's build and the formats it reads;
+	// ClusterVersion: the cluster version as it applied it
+	// (clusterversion.go).
+	BuildVersion   string              `json:"build_version,omitempty"`
+	Reads          *fsm.Formats        `json:"reads,omitempty"`
+	ClusterVersion *fsm.ClusterVersion `json:"cluster_version,omitempty"`
 }
 
 // MemberStatus is a member as the cluster status reports it.
@@ -71,6 +79,9 @@ type ClusterStatus struct {
 	Leader  string         `json:"leader"`
 	Term    uint64         `json:"term"`
 	Members []MemberStatus `json:"members"`
+	// ClusterVersion is the formats every member reads, which the leader
+	// may write (as the node asked applied it).
+	ClusterVersion fsm.ClusterVersion `json:"cluster_version"`
 	// Warnings: regions whose loss would cost the quorum (QuorumWarnings),
 	// members whose Raft timing differs.
 	Warnings []string `json:"warnings,omitempty"`
@@ -84,6 +95,9 @@ type JoinRequest struct {
 	NonVoter bool   `json:"non_voter"`
 	Region   string `json:"region,omitempty"`
 	Zone     string `json:"zone,omitempty"`
+	// The joining node's build and the formats it reads (none from 0.9.0).
+	BuildVersion string      `json:"build_version,omitempty"`
+	Reads        fsm.Formats `json:"reads,omitzero"`
 }
 
 // Status reports this node.
@@ -95,6 +109,9 @@ func (n *Node) Status(withDigest bool) NodeStatus {
 		Region: n.cfg.Region, Zone: n.cfg.Zone, TimingMS: n.timing.millis(),
 	}
 	st.Leader, _ = n.Leader()
+	build, reads := n.BuildReport()
+	cv := n.ClusterVersion()
+	st.BuildVersion, st.Reads, st.ClusterVersion = build, &reads, &cv
 	if v, err := strconv.ParseUint(n.Raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
 		st.LastSnapshotIndex = v
 	}
@@ -286,7 +303,7 @@ var _ raft.SnapshotSink = (*responseSink)(nil)
 
 // clusterStatus asks every member for its report, in parallel.
 func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus {
-	out := ClusterStatus{Term: h.node.Raft.CurrentTerm()}
+	out := ClusterStatus{Term: h.node.Raft.CurrentTerm(), ClusterVersion: h.node.ClusterVersion()}
 	out.Leader, _ = h.node.Leader()
 	members, err := h.node.Members()
 	if err != nil {

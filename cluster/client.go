@@ -178,8 +178,7 @@ func (c *Client) Snapshot(ctx context.Context, w io.Writer) error {
 // idempotent, so a restarting member announces itself again (its API
 // address may have changed).
 func (n *Node) JoinCluster(ctx context.Context, targets []string, secret string, nonVoter bool) error {
-	req := JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter,
-		Region: n.cfg.Region, Zone: n.cfg.Zone}
+	req := n.joinRequest(nonVoter)
 	hc := apiClient(n.cfg.APITLS)
 	defer hc.CloseIdleConnections()
 	var last error
@@ -196,7 +195,8 @@ func (n *Node) JoinCluster(ctx context.Context, targets []string, secret string,
 			}
 			last = fmt.Errorf("joining through %s: %w", t, err)
 			var se *StatusError
-			if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) {
+			if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden ||
+				se.Code == http.StatusConflict && strings.Contains(se.Detail, ErrBuildTooOld.Error())) {
 				return last // retrying will not help
 			}
 		}

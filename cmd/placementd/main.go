@@ -5,9 +5,6 @@ import (
 	"os"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func usage() {
 	fmt.Fprint(os.Stderr, `placementd: the OpenStack Placement API on Raft, without SQL.
 
@@ -30,7 +27,7 @@ Usage:
                                load an export, or a running upstream Placement,
                                into an empty cluster, then verify it
                                (docs/migration.md)
-  placementd version           print the version
+  placementd version           print the version and the data formats it reads
 
 Operator commands take --addr (any member's API address) and
 --cluster-secret. See docs/cluster.md.

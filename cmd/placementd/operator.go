@@ -142,9 +142,11 @@ func clusterCommand(args []string) error {
 }
 
 func printStatus(w io.Writer, st cluster.ClusterStatus) {
-	fmt.Fprintf(w, "leader: %s  term: %d\n\n", st.Leader, st.Term)
+	fmt.Fprintf(w, "leader: %s  term: %d\n", st.Leader, st.Term)
+	cv := st.ClusterVersion
+	fmt.Fprintf(w, "cluster version: %s (every member reads them; oldest build %s)\n\n", formatsShort(cv.Formats), cv.BuildVersion)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST\tREGION")
+	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST\tREGION\tBUILD\tREADS")
 	for _, m := range st.Members {
 		role := "voter"
 		if !m.Voter {
@@ -157,6 +159,11 @@ func printStatus(w io.Writer, st cluster.ClusterStatus) {
 		if region == "" {
 			region = "-"
 		}
+		build := m.BuildVersion
+		if build == "" {
+			build = "(none reported: 0.9.0)"
+		}
+		build += "\t" + formatsShort(m.Reads)
 		if s := m.Status; s != nil {
 			contact := "-"
 			if s.LastContactMS >= 0 && s.State != "Leader" {
@@ -166,16 +173,21 @@ func printStatus(w io.Writer, st cluster.ClusterStatus) {
 			if len(digest) > 12 {
 				digest = digest[:12]
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s@%d\t%s\n", m.ID, role, s.State, m.Healthy,
-				s.Term, s.CommitIndex, s.AppliedIndex, s.LastSnapshotIndex, contact, m.HTTPAddr, m.RaftAddr, digest, s.StateIndex, region)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s@%d\t%s\t%s\n", m.ID, role, s.State, m.Healthy,
+				s.Term, s.CommitIndex, s.AppliedIndex, s.LastSnapshotIndex, contact, m.HTTPAddr, m.RaftAddr, digest, s.StateIndex, region, build)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, m.Error, region)
+			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, m.Error, region, build)
 		}
 	}
 	tw.Flush()
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "\nwarning: %s\n", warning)
 	}
+}
+
+// formatsShort is "entry v4, snapshot v1, section v3".
+func formatsShort(f fsm.Formats) string {
+	return fmt.Sprintf("entry v%d, snapshot v%d, section v%d", f.Entry, f.Snapshot, f.ClusterSection)
 }
 
 const snapshotUsage = `Usage:

@@ -108,6 +108,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		Timing:             timing,
 		Region:             cf.region, Zone: cf.zone,
 		PlainElections: !cf.orderedElections,
+		BuildVersion:   buildVersion(),
 		Tune: func(rc *raft.Config) {
 			rc.SnapshotThreshold = cf.snapshotThreshold
 			rc.SnapshotInterval = cf.snapshotInterval
@@ -212,6 +213,9 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 			}
 			log.Info("joined the cluster", "node", id)
 			writePeers(c.dataDir, node)
+			// A leader of 0.9.0 drops this node's report of its build:
+			// announce it again to later leaders until it is in the table.
+			node.KeepReported(joinCtx, cf.secret)
 		}()
 	}
 

@@ -15,6 +15,9 @@ Usage:
                                remove a (dead) member
   placementd cluster transfer-leadership [--to NODE]
                                hand leadership to another voter
+  placementd cluster recover --data-dir DIR [--node-id ID] [--dry-run]
+                               make a stopped survivor of a lost quorum the only
+                               voter of its cluster
   placementd snapshot save FILE
                                back up a live cluster (consistent snapshot)
   placementd snapshot restore FILE --data-dir DIR

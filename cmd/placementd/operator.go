@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -68,6 +69,10 @@ func parseCommand(fs *flag.FlagSet, args []string) ([]string, error) {
 const clusterUsage = `Usage:
   placementd cluster status [flags]        members, leader, term, indexes, health, digests
   placementd cluster remove NODE [flags]   remove a (dead) member
+  placementd cluster recover --data-dir DIR [--node-id ID] [--dry-run]
+                                           make a stopped survivor of a lost quorum the
+                                           only voter of its cluster (operators-guide,
+                                           "Outage recovery")
 
 Run 'placementd cluster COMMAND --help' for the flags (--addr, --cluster-secret, ...).
 `
@@ -79,6 +84,9 @@ func clusterCommand(args []string) error {
 	if isHelp(args[0]) {
 		fmt.Print(clusterUsage)
 		return nil
+	}
+	if args[0] == "recover" {
+		return recoverCommand(os.Stdout, args[1:])
 	}
 	fs := flag.NewFlagSet("placementd cluster "+args[0], flag.ContinueOnError)
 	var o operatorFlags
@@ -138,7 +146,47 @@ func clusterCommand(args []string) error {
 		fmt.Printf("leadership moved from %s to %s\n", res.From, res.To)
 		return nil
 	}
-	return fmt.Errorf("unknown cluster command %q (status, remove, transfer-leadership)", args[0])
+	return fmt.Errorf("unknown cluster command %q (status, remove, transfer-leadership, recover)", args[0])
+}
+
+// recoverCommand is `placementd cluster recover`: on a stopped member's
+// data dir, with no quorum left to join, make it the only voter.
+func recoverCommand(w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("placementd cluster recover", flag.ContinueOnError)
+	var dataDir, id string
+	var dryRun bool
+	fs.StringVar(&dataDir, "data-dir", "", "the data dir of the stopped member to recover (required)")
+	fs.StringVar(&id, "node-id", "", "the member's id (default: the one kept in the data dir)")
+	fs.BoolVar(&dryRun, "dry-run", false, "change nothing: print the member's last log index and term (run it on every survivor and recover the one with the highest term, then index)")
+	pos, err := parseCommand(fs, args)
+	if err != nil {
+		return ignoreHelp(err)
+	}
+	if len(pos) != 0 || dataDir == "" {
+		return errors.New("usage: placementd cluster recover --data-dir DIR [--node-id ID] [--dry-run]")
+	}
+	res, err := cluster.Recover(dataDir, id, dryRun, nil)
+	if err != nil {
+		return err
+	}
+	removed := strings.Join(res.Removed, ", ")
+	if removed == "" {
+		removed = "none"
+	}
+	if dryRun {
+		fmt.Fprintf(w, "%s (raft %s): last log index %d, term %d; other members of its configuration: %s (nothing changed)\n",
+			res.NodeID, res.RaftAddr, res.LastIndex, res.Term, removed)
+		return nil
+	}
+	// The API addresses of the old members, which `serve` would try to
+	// join through: they must not come back with their data.
+	os.Remove(filepath.Join(dataDir, peersFile))
+	fmt.Fprintf(w, "recovered %s (raft %s) as the only voter of its cluster\n", res.NodeID, res.RaftAddr)
+	fmt.Fprintf(w, "  last log index %d, term %d\n", res.LastIndex, res.Term)
+	fmt.Fprintf(w, "  state digest %s at state index %d\n", res.Digest, res.StateIndex)
+	fmt.Fprintf(w, "  removed from its configuration: %s\n", removed)
+	fmt.Fprintf(w, "Start `placementd serve` on %s: it leads alone. Never start the removed members on their old data dirs: wipe them and join them as new nodes.\n", dataDir)
+	return nil
 }
 
 func printStatus(w io.Writer, st cluster.ClusterStatus) {

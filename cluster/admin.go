@@ -98,6 +98,9 @@ type JoinRequest struct {
 	// The joining node's build and the formats it reads (none from 0.9.0).
 	BuildVersion string      `json:"build_version,omitempty"`
 	Reads        fsm.Formats `json:"reads,omitzero"`
+	// SecretIDs name the cluster secrets the node accepts, current first
+	// (cluster.SecretID; secretrotation.go).
+	SecretIDs []string `json:"secret_ids,omitempty"`
 }
 
 // Status reports this node.
@@ -152,8 +155,11 @@ func (h *Handler) authorized(r *http.Request) bool {
 		return false
 	}
 	got := []byte(r.Header.Get("Authorization"))
-	want := []byte("Bearer " + h.opts.Secret)
-	return subtle.ConstantTimeCompare(got, want) == 1
+	ok := subtle.ConstantTimeCompare(got, []byte("Bearer "+h.opts.Secret)) == 1
+	if h.opts.SecretNext != "" {
+		ok = subtle.ConstantTimeCompare(got, []byte("Bearer "+h.opts.SecretNext)) == 1 || ok
+	}
+	return ok
 }
 
 // checkSecret answers 403 when no cluster secret is configured and 401

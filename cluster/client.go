@@ -196,7 +196,7 @@ func (n *Node) JoinCluster(ctx context.Context, targets []string, secret string,
 			last = fmt.Errorf("joining through %s: %w", t, err)
 			var se *StatusError
 			if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden ||
-				se.Code == http.StatusConflict && strings.Contains(se.Detail, ErrBuildTooOld.Error())) {
+				se.Code == http.StatusConflict && (strings.Contains(se.Detail, ErrBuildTooOld.Error()) || strings.Contains(se.Detail, ErrWrongNextSecret.Error()))) {
 				return last // retrying will not help
 			}
 		}

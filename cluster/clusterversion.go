@@ -229,5 +229,5 @@ func (n *Node) KeepReported(ctx context.Context, secret string) {
 func (n *Node) joinRequest(nonVoter bool) JoinRequest {
 	build, reads := n.BuildReport()
 	return JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter,
-		Region: n.cfg.Region, Zone: n.cfg.Zone, BuildVersion: build, Reads: reads}
+		Region: n.cfg.Region, Zone: n.cfg.Zone, BuildVersion: build, Reads: reads, SecretIDs: n.cfg.SecretIDs}
 }

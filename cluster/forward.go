@@ -41,6 +41,10 @@ type HandlerOptions struct {
 	// Secret authenticates the operator API (/_cluster/...): joining,
 	// removing, status, snapshots. Empty: only /_cluster/health answers.
 	Secret string
+	// SecretNext, during a rotation of the secret, is accepted beside
+	// Secret: from callers of the operator API and in member tokens
+	// (secretrotation.go). This node still sends Secret.
+	SecretNext string
 	// LeaderWait bounds how long a request waits for a reachable leader
 	// during an election before it is answered 503 (default 10 s).
 	LeaderWait time.Duration
@@ -94,7 +98,8 @@ type Handler struct {
 
 	// memberKey signs and checks member tokens (member.go); nil without
 	// a cluster secret: no request is then taken to come from a member.
-	memberKey []byte
+	// nextMemberKey, from SecretNext, checks them too.
+	memberKey, nextMemberKey []byte
 }
 
 // Handler builds the cluster front of api.
@@ -111,7 +116,7 @@ func (n *Node) Handler(api http.Handler, opts HandlerOptions) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	h := &Handler{node: n, api: api, opts: opts, memberKey: memberKey(opts.Secret)}
+	h := &Handler{node: n, api: api, opts: opts, memberKey: memberKey(opts.Secret), nextMemberKey: memberKey(opts.SecretNext)}
 	tr := &http.Transport{
 		DialContext:         h.conns.dialer((&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConns:        256,

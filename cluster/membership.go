@@ -87,6 +87,9 @@ func (n *Node) AddMember(ctx context.Context, req JoinRequest) error {
 	if err := n.checkJoinBuild(req); err != nil {
 		return err
 	}
+	if err := n.checkJoinSecrets(req); err != nil {
+		return err
+	}
 	fut := n.Raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
 		return err

@@ -93,6 +93,10 @@ type Config struct {
 	// Reads, when set, is what this node reports it reads instead of
 	// fsm.BuildFormats: tests stand a node for an older or newer build.
 	Reads fsm.Formats
+	// SecretIDs name the cluster secrets this node accepts, current
+	// first, then the next one during a rotation (SecretID): compared
+	// when a node joins (secretrotation.go).
+	SecretIDs []string
 }
 
 // Node is one placementd Raft member.

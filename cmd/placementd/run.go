@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -109,6 +110,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 		Region:             cf.region, Zone: cf.zone,
 		PlainElections: !cf.orderedElections,
 		BuildVersion:   buildVersion(),
+		SecretIDs:      cf.secretIDs,
 		Tune: func(rc *raft.Config) {
 			rc.SnapshotThreshold = cf.snapshotThreshold
 			rc.SnapshotInterval = cf.snapshotInterval
@@ -161,7 +163,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 	c.httpLimits.apiLimits(&apiCfg)
 	api := httpapi.New(mtr.Backend(node), apiCfg)
-	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
+	front := node.Handler(api, cluster.HandlerOptions{Secret: cf.secret, SecretNext: cf.secretNext, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
 	frontCtx, stopFront := context.WithCancel(context.Background())
 	defer stopFront()
 	go front.Run(frontCtx)
@@ -208,6 +210,12 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 			if err := node.JoinCluster(joinCtx, dedupe(targets), cf.secret, cf.nonVoter); err != nil {
 				if joinCtx.Err() == nil {
 					log.Error("joining the cluster failed", "error", err)
+					if errors.Is(err, cluster.ErrWrongNextSecret) || strings.Contains(err.Error(), cluster.ErrWrongNextSecret.Error()) {
+						// A configuration error only the operator can fix:
+						// stop rather than run with a secret that will cut
+						// this node off at the next step of the rotation.
+						errc <- err
+					}
 				}
 				return
 			}

@@ -93,9 +93,13 @@ func (n *Node) checkJoinBuild(req JoinRequest) error {
 	case build == "":
 		build = "an unnamed build"
 	}
+	need := "placementd " + releaseOf(cv.BuildVersion) + " or later"
+	if cv.BuildVersion == "" {
+		need = "a build that reads them"
+	}
 	return fmt.Errorf("%w: %s runs placementd %s, which reads %s; the cluster version is %s: "+
-		"upgrade %s to placementd %s or later (docs/operators-guide.md, Upgrades)",
-		ErrBuildTooOld, req.ID, build, reads, cv.Formats, req.ID, releaseOf(cv.BuildVersion))
+		"upgrade %s to %s (docs/operators-guide.md, Upgrades)",
+		ErrBuildTooOld, req.ID, build, reads, cv.Formats, req.ID, need)
 }
 
 // releaseOf is a build version without its build metadata ("+commit").
@@ -124,9 +128,6 @@ func (n *Node) raiseClusterVersion() error {
 		}
 		build, reads := reported(m)
 		target.Formats = target.Formats.Min(reads)
-		if build == "" {
-			build = previousRelease
-		}
 		if olderBuild(build, target.BuildVersion) {
 			target.BuildVersion = build
 		}

@@ -88,7 +88,7 @@ func TestClusterVersionGate(t *testing.T) {
 	jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer jcancel()
 	err := n4.Node.JoinCluster(jctx, []string{n2.Addr}, secret, false)
-	if err == nil || !strings.Contains(err.Error(), cluster.ErrBuildTooOld.Error()) || !strings.Contains(err.Error(), "upgrade n4 to placementd") {
+	if err == nil || !strings.Contains(err.Error(), cluster.ErrBuildTooOld.Error()) || !strings.Contains(err.Error(), "upgrade n4 to a build that reads them") {
 		t.Fatalf("join of a previous-release node: %v", err)
 	}
 	if errors.Is(jctx.Err(), context.DeadlineExceeded) {

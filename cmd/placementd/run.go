@@ -214,7 +214,10 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 						// A configuration error only the operator can fix:
 						// stop rather than run with a secret that will cut
 						// this node off at the next step of the rotation.
-						errc <- err
+						select {
+						case errc <- err:
+						default: // already stopping
+						}
 					}
 				}
 				return

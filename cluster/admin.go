@@ -27,7 +27,7 @@ import (
 //	                         member token, member.go; readlevels.go)
 //	GET  /_cluster/self      this node's Raft state and state digest
 //	GET  /_cluster/status    members, leader, term, every node's report
-//	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter"}
+//	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter",...}
 //	POST /_cluster/remove    {"id"}
 //	POST /_cluster/transfer-leadership  {"to"} or {}: hand leadership over
 //	GET  /_cluster/snapshot  a consistent placement snapshot (backup)

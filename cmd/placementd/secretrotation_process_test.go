@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/placementd/placementd/cluster"
 	"github.com/placementd/placementd/internal/testcluster"
 )
 
@@ -51,6 +52,19 @@ func TestSecretRotation(t *testing.T) {
 			c.Restart(n)
 			c.Healthy(3)
 			progress(20)
+			// A linearizable read on a follower asks the leader for a read
+			// index with a member token, then is served by the follower
+			// itself (a token refused would make it forward the read):
+			// members on both sides of the roll accept each other's.
+			acked := load.Acked(time.Time{})
+			path := acked[len(acked)-1].Path
+			for _, m := range c.Nodes {
+				r := testcluster.Do(t, "http://"+m.HTTPAddr, "GET", path, nil, "Authorization", "Bearer "+m.Secret)
+				if r.Status != 204 || r.Header.Get(cluster.ServedByHeader) != m.ID {
+					t.Fatalf("after restarting %s with secret %s, next %q: GET %s through %s: %d served by %q",
+						n.ID, secret, next, path, m.ID, r.Status, r.Header.Get(cluster.ServedByHeader))
+				}
+			}
 		}
 	}
 	progress(20)

@@ -213,16 +213,16 @@ func (n *Node) KeepReported(ctx context.Context, secret string) {
 		if m := n.meta.member(n.cfg.NodeID); n.IsLeader() || !n.IsMember() || m.BuildVersion == build && m.Reads == reads {
 			continue
 		}
+		id, addr := n.Leader()
+		if id == "" || addr == "" {
+			continue
+		}
 		// A leader of 0.9.0 takes the join and drops the report (and logs
 		// the join): ask again only now and then.
 		if time.Since(sent) < reportAgain {
 			continue
 		}
 		sent = time.Now()
-		id, addr := n.Leader()
-		if id == "" || addr == "" {
-			continue
-		}
 		req := n.joinRequest(!n.isVoter())
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := (&Client{Addr: addr, Secret: secret, TLS: n.cfg.APITLS, HTTP: hc}).Join(cctx, req)
@@ -235,7 +235,7 @@ func (n *Node) KeepReported(ctx context.Context, secret string) {
 
 // reportAgain is how long KeepReported waits before announcing this node
 // again to a leader that did not keep its report.
-const reportAgain = 5 * time.Second
+const reportAgain = 3 * time.Second
 
 // joinRequest is this node's join: its addresses, labels and build.
 func (n *Node) joinRequest(nonVoter bool) JoinRequest {

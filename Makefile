@@ -4,7 +4,9 @@ GO ?= go
 CONFORMANCE_DIR ?= ../shared/conformance
 CONFORMANCE_JOBS ?= 2
 BIN := bin/placementd
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The commit stamped into the binary beside the release in
+# cmd/placementd/version.go (`placementd version`: 0.10.0+COMMIT).
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
 # Every upstream conformance file must pass completely: `make test` runs them
 # all (the foundation, allocations, candidates and policy issues together
@@ -23,7 +25,7 @@ CONFORMANCE_REQUIRED := \
 # BUILD_FLAGS=-v lists each package as it is compiled (make run does).
 BUILD_FLAGS ?=
 build:
-	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/placementd
+	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -trimpath -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/placementd
 
 # The first build compiles every dependency, which takes minutes on a
 # small machine: say so, and list the packages as they compile.

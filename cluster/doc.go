@@ -51,7 +51,10 @@
 // its framing on disk is package fsm's, which owns every persisted format:
 // the entries go through fsm.EncodeClusterEntry and fsm.ClusterEntry, the
 // table in a snapshot through fsm.WriteClusterSection and
-// fsm.ReadClusterSection. A restore from a backup (`placementd snapshot
+// fsm.ReadClusterSection. The cluster version (clusterversion.go): every
+// member reports its build and the formats it reads, and the leader writes
+// a format only once every member reads it, raising the version by a log
+// entry. A restore from a backup (`placementd snapshot
 // restore`) is seeded into a data directory by SeedRestore and installed
 // by the node's first start.
 //

@@ -103,10 +103,7 @@ func (n *Node) Region() string { return n.cfg.Region }
 
 // JoinRequest is the request that adds this node to a cluster, as a
 // voter or not.
-func (n *Node) JoinRequest(nonVoter bool) JoinRequest {
-	return JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter,
-		Region: n.cfg.Region, Zone: n.cfg.Zone}
-}
+func (n *Node) JoinRequest(nonVoter bool) JoinRequest { return n.joinRequest(nonVoter) }
 
 // Go runs fn in a goroutine until the node stops: stop is closed when
 // Shutdown begins, and Shutdown waits for fn to return before it stops

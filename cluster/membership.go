@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/placementd/placementd/fsm"
 )
 
 // Member is one server of the Raft configuration with its advertised API.
@@ -20,6 +22,11 @@ type Member struct {
 	Leader   bool   `json:"leader"`
 	Region   string `json:"region,omitempty"`
 	Zone     string `json:"zone,omitempty"`
+	// BuildVersion and Reads are what the member reported of its build
+	// ("" and fsm.PreviousReleaseFormats: it reported nothing, as 0.9.0
+	// does), which the cluster version is raised by.
+	BuildVersion string      `json:"build_version,omitempty"`
+	Reads        fsm.Formats `json:"reads"`
 }
 
 // ID is this node's Raft id.
@@ -38,10 +45,11 @@ func (n *Node) Members() ([]Member, error) {
 	var out []Member
 	for _, s := range fut.Configuration().Servers {
 		m := n.meta.member(string(s.ID))
+		build, reads := reported(m)
 		out = append(out, Member{
 			ID: string(s.ID), RaftAddr: string(s.Address), HTTPAddr: m.HTTPAddr,
 			Voter: s.Suffrage == raft.Voter, Leader: s.ID == leader,
-			Region: m.Region, Zone: m.Zone,
+			Region: m.Region, Zone: m.Zone, BuildVersion: build, Reads: reads,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -73,6 +81,14 @@ func (n *Node) AddMember(ctx context.Context, req JoinRequest) error {
 	}
 	if id == "" || raftAddr == "" {
 		return errors.New("join: node id and raft address are required")
+	}
+	n.versionMu.Lock()
+	defer n.versionMu.Unlock()
+	if err := n.checkJoinBuild(req); err != nil {
+		return err
+	}
+	if err := n.checkJoinSecrets(req); err != nil {
+		return err
 	}
 	fut := n.raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
@@ -113,7 +129,7 @@ func (n *Node) AddMember(ctx context.Context, req JoinRequest) error {
 			return membershipErr(err)
 		}
 	}
-	want := memberMeta{HTTPAddr: req.HTTPAddr, Region: req.Region, Zone: req.Zone}
+	want := memberMeta{HTTPAddr: req.HTTPAddr, Region: req.Region, Zone: req.Zone, BuildVersion: req.BuildVersion, Reads: req.Reads}
 	if req.HTTPAddr != "" && n.meta.member(id) != want {
 		return n.applyMeta(setEntry(id, want))
 	}
@@ -225,7 +241,8 @@ func (n *Node) Alone() bool {
 }
 
 func (n *Node) selfMeta() memberMeta {
-	return memberMeta{HTTPAddr: n.cfg.HTTPAddr, Region: n.cfg.Region, Zone: n.cfg.Zone}
+	build, reads := n.BuildReport()
+	return memberMeta{HTTPAddr: n.cfg.HTTPAddr, Region: n.cfg.Region, Zone: n.cfg.Zone, BuildVersion: build, Reads: reads}
 }
 
 // PeerHTTPAddrs are the known API addresses of the other members.
@@ -332,6 +349,7 @@ func (n *Node) maintain() {
 				n.applyMeta(metaEntry{Op: "delete", ID: id})
 			}
 		}
+		n.raiseClusterVersion()
 	}
 }
 

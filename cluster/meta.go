@@ -35,20 +35,31 @@ type memberMeta struct {
 	HTTPAddr string `json:"http_addr,omitempty"`
 	Region   string `json:"region,omitempty"`
 	Zone     string `json:"zone,omitempty"`
+	// BuildVersion and Reads are what the member reported of its build
+	// (clusterversion.go); a member of 0.9.0 reports nothing, and older
+	// builds ignore both fields.
+	BuildVersion string      `json:"build_version,omitempty"`
+	Reads        fsm.Formats `json:"reads,omitzero"`
 }
 
 // metaEntry is one change to the membership table: "set" replaces a
-// member's entry (older builds ignore the labels), "delete" removes it.
+// member's entry (older builds ignore the labels and the report),
+// "delete" removes it; "cluster_version" raises the cluster version
+// (log entry format v4: written only once every member reads it).
 type metaEntry struct {
-	Op       string `json:"op"` // "set" or "delete"
-	ID       string `json:"id"`
-	HTTPAddr string `json:"http_addr,omitempty"`
-	Region   string `json:"region,omitempty"`
-	Zone     string `json:"zone,omitempty"`
+	Op             string              `json:"op"` // "set", "delete" or "cluster_version"
+	ID             string              `json:"id,omitempty"`
+	HTTPAddr       string              `json:"http_addr,omitempty"`
+	Region         string              `json:"region,omitempty"`
+	Zone           string              `json:"zone,omitempty"`
+	BuildVersion   string              `json:"build_version,omitempty"`
+	Reads          fsm.Formats         `json:"reads,omitzero"`
+	ClusterVersion *fsm.ClusterVersion `json:"cluster_version,omitempty"`
 }
 
 func setEntry(id string, m memberMeta) metaEntry {
-	return metaEntry{Op: "set", ID: id, HTTPAddr: m.HTTPAddr, Region: m.Region, Zone: m.Zone}
+	return metaEntry{Op: "set", ID: id, HTTPAddr: m.HTTPAddr, Region: m.Region, Zone: m.Zone,
+		BuildVersion: m.BuildVersion, Reads: m.Reads}
 }
 
 func encodeMeta(e metaEntry) []byte {
@@ -62,6 +73,9 @@ type clusterFSM struct {
 
 	mu      sync.RWMutex
 	members map[string]memberMeta // by node id
+	// version is the cluster version as last raised (zero: never, the
+	// cluster is at fsm.PreviousReleaseFormats; clusterversion.go).
+	version fsm.ClusterVersion
 
 	// Bytes of log entries applied since the last snapshot. Raft snapshots
 	// by entry count; an import is a few hundred entries of a MiB each,
@@ -113,12 +127,13 @@ func (c *clusterFSM) apply(l *raft.Log) any {
 		return c.inner.Apply(l)
 	}
 	var e metaEntry
-	if err := json.Unmarshal(payload, &e); err != nil || (e.Op != "set" && e.Op != "delete") {
+	err := json.Unmarshal(payload, &e)
+	if err == nil && !(e.Op == "set" || e.Op == "delete" || e.Op == "cluster_version" && e.ClusterVersion != nil) {
+		err = fmt.Errorf("unknown op %q", e.Op)
+	}
+	if err != nil {
 		// As for placement entries: never skip what the others applied;
 		// stop as they do (fsm.UndecodableEntry).
-		if err == nil {
-			err = fmt.Errorf("unknown op %q", e.Op)
-		}
 		bad := &fsm.UndecodableEntry{Index: l.Index, Data: l.Data, Err: fmt.Errorf("membership entry: %w", err)}
 		if c.inner.OnUndecodable != nil {
 			c.inner.OnUndecodable(bad)
@@ -126,10 +141,17 @@ func (c *clusterFSM) apply(l *raft.Log) any {
 		panic("cluster: " + bad.Error())
 	}
 	c.mu.Lock()
-	if e.Op == "set" {
-		c.members[e.ID] = memberMeta{HTTPAddr: e.HTTPAddr, Region: e.Region, Zone: e.Zone}
-	} else {
+	switch e.Op {
+	case "set":
+		c.members[e.ID] = memberMeta{HTTPAddr: e.HTTPAddr, Region: e.Region, Zone: e.Zone, BuildVersion: e.BuildVersion, Reads: e.Reads}
+	case "delete":
 		delete(c.members, e.ID)
+	case "cluster_version":
+		// Never lowered: an entry proposed by a leader that lost the race
+		// to a higher one changes nothing.
+		if e.ClusterVersion.Covers(c.version.Formats) {
+			c.version = *e.ClusterVersion
+		}
 	}
 	c.mu.Unlock()
 	return nil
@@ -162,7 +184,7 @@ func (c *clusterFSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clusterSnapshot{members: c.table(), inner: inner}, nil
+	return &clusterSnapshot{members: c.table(), version: c.clusterVersion(), inner: inner}, nil
 }
 
 // Restore accepts a snapshot written by clusterSnapshot (v1 or v2), or a
@@ -207,12 +229,13 @@ func (c *clusterFSM) restore(rc io.ReadCloser) error {
 	version, section, rest, err := fsm.ReadClusterSection(rc)
 	if err == nil && section != nil {
 		var members map[string]memberMeta
-		members, err = decodeMembers(version, section)
+		var cv fsm.ClusterVersion
+		members, cv, err = decodeSection(version, section)
 		if err != nil {
 			err = fmt.Errorf("cluster snapshot section: %w", err)
 		} else {
 			c.mu.Lock()
-			c.members = members
+			c.members, c.version = members, cv
 			c.mu.Unlock()
 		}
 	}
@@ -226,31 +249,60 @@ func (c *clusterFSM) restore(rc io.ReadCloser) error {
 	}{rest, rc})
 }
 
-// decodeMembers reads the payload of a cluster snapshot section of the
-// given version (fsm has refused the versions it does not know).
-func decodeMembers(version int, payload []byte) (map[string]memberMeta, error) {
+// sectionV3 is the payload of a cluster snapshot section v3: the table
+// and the cluster version. v2 is the table alone, v1 API addresses only.
+type sectionV3 struct {
+	Members        map[string]memberMeta `json:"members"`
+	ClusterVersion fsm.ClusterVersion    `json:"cluster_version"`
+}
+
+// decodeSection reads the payload of a cluster snapshot section of the
+// given version (fsm has refused the versions it does not know). Before
+// v3 the cluster version had never been raised (the zero one).
+func decodeSection(version int, payload []byte) (map[string]memberMeta, fsm.ClusterVersion, error) {
 	members := map[string]memberMeta{}
-	if version == 1 {
+	switch version {
+	case 1:
 		addrs := map[string]string{}
 		if err := json.Unmarshal(payload, &addrs); err != nil {
-			return nil, err
+			return nil, fsm.ClusterVersion{}, err
 		}
 		for id, a := range addrs {
 			members[id] = memberMeta{HTTPAddr: a}
 		}
-		return members, nil
+		return members, fsm.ClusterVersion{}, nil
+	case 2:
+		return members, fsm.ClusterVersion{}, json.Unmarshal(payload, &members)
 	}
-	return members, json.Unmarshal(payload, &members)
+	var s sectionV3
+	if err := json.Unmarshal(payload, &s); err != nil {
+		return nil, fsm.ClusterVersion{}, err
+	}
+	if s.Members == nil {
+		s.Members = members
+	}
+	return s.Members, s.ClusterVersion, nil
 }
 
 type clusterSnapshot struct {
 	members map[string]memberMeta
+	version fsm.ClusterVersion // the cluster version at the snapshot's index
 	inner   raft.FSMSnapshot
 }
 
+// Persist writes the section in the newest version every member reads:
+// v3 (with the cluster version) once the cluster version allows it, else
+// v2, which 0.9.0 reads (it ignores the members' reports).
 func (s *clusterSnapshot) Persist(sink raft.SnapshotSink) error {
-	b, _ := json.Marshal(s.members) // encoding/json sorts map keys
-	if err := fsm.WriteClusterSection(sink, b); err != nil {
+	// encoding/json sorts map keys.
+	version, b := 2, []byte(nil)
+	if s.version.ClusterSection >= fsm.ClusterVersionSection {
+		version = fsm.ClusterVersionSection
+		b, _ = json.Marshal(sectionV3{Members: s.members, ClusterVersion: s.version})
+	} else {
+		b, _ = json.Marshal(s.members)
+	}
+	if err := fsm.WriteClusterSection(sink, version, b); err != nil {
 		sink.Cancel()
 		return err
 	}

@@ -91,6 +91,10 @@ func TestClusterSnapshotGolden(t *testing.T) {
 		"raft-snapshot-cluster-v2-snapshot-v1": {
 			"n1": {HTTPAddr: "10.0.0.1:8778", Region: "east", Zone: "east-a"}, "n2": {HTTPAddr: "10.0.0.2:8778", Region: "west"},
 			"n3": {HTTPAddr: "[fd00::3]:8778"}},
+		"raft-snapshot-cluster-v3-snapshot-v1": {
+			"n1": {HTTPAddr: "10.0.0.1:8778", Region: "east", Zone: "east-a", BuildVersion: "0.10.0+444b1523d678", Reads: fsm.Formats{Entry: 4, Snapshot: 1, ClusterSection: 3}},
+			"n2": {HTTPAddr: "10.0.0.2:8778", Region: "west", BuildVersion: "0.10.0", Reads: fsm.Formats{Entry: 4, Snapshot: 1, ClusterSection: 3}},
+			"n3": {HTTPAddr: "[fd00::3]:8778", BuildVersion: "0.11.0", Reads: fsm.Formats{Entry: 5, Snapshot: 2, ClusterSection: 3}}},
 	} {
 		t.Run(file, func(t *testing.T) {
 			golden := "../fsm/testdata/golden/" + file
@@ -116,6 +120,15 @@ func TestClusterSnapshotGolden(t *testing.T) {
 			if !maps.Equal(c.table(), wantTable) {
 				t.Fatalf("table %v, want %v", c.table(), wantTable)
 			}
+			// Sections before v3 come from clusters that never raised the
+			// cluster version; v3 holds it.
+			wantVersion := fsm.ClusterVersion{Formats: fsm.PreviousReleaseFormats, BuildVersion: previousRelease}
+			if strings.Contains(file, "cluster-v3") {
+				wantVersion = fsm.ClusterVersion{Formats: fsm.Formats{Entry: 4, Snapshot: 1, ClusterSection: 3}, BuildVersion: "0.10.0"}
+			}
+			if got := c.clusterVersion(); got != wantVersion {
+				t.Fatalf("cluster version %+v, want %+v", got, wantVersion)
+			}
 			if digest, _ := c.inner.Digest(); digest != want.Digest {
 				t.Fatalf("restored digest %s, want %s", digest, want.Digest)
 			}
@@ -132,8 +145,13 @@ func TestClusterSnapshotGolden(t *testing.T) {
 			if err := again.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
 				t.Fatal(err)
 			}
-			if digest, _ := again.inner.Digest(); !maps.Equal(again.table(), wantTable) || digest != want.Digest {
-				t.Fatalf("written again, it restores to %v %s", again.table(), digest)
+			if digest, _ := again.inner.Digest(); !maps.Equal(again.table(), wantTable) || digest != want.Digest || again.clusterVersion() != wantVersion {
+				t.Fatalf("written again, it restores to %v %s %+v", again.table(), digest, again.clusterVersion())
+			}
+			// Written again in the version the cluster version allows: v2
+			// (which 0.9.0 reads) until it is raised.
+			if got, wantHead := buf.String(), fmt.Sprintf("placementd-cluster v%d ", max(2, wantVersion.ClusterSection)); !strings.HasPrefix(got, wantHead) {
+				t.Fatalf("written again as %q, want %q", got[:30], wantHead)
 			}
 
 			// A section from a newer build is refused, and the table kept.

@@ -85,6 +85,17 @@ type Config struct {
 	// quorum nudge (nudge.go), without the election order of
 	// electorder.go (for comparison; every member should agree).
 	PlainElections bool
+	// BuildVersion is this node's build ("0.10.0+COMMIT"), which it
+	// reports to the cluster with the formats it reads
+	// (clusterversion.go).
+	BuildVersion string
+	// Reads, when set, is what this node reports it reads instead of
+	// fsm.BuildFormats: tests stand a node for an older or newer build.
+	Reads fsm.Formats
+	// SecretIDs name the cluster secrets this node accepts, current
+	// first, then the next one during a rotation (SecretID): compared
+	// when a node joins (secretrotation.go).
+	SecretIDs []string
 }
 
 // Node is one placementd Raft member.
@@ -146,6 +157,10 @@ type Node struct {
 	proposing   atomic.Int64 // commands past the gate still waiting for their result
 
 	proposer proposer
+
+	// versionMu keeps joins and raises of the cluster version apart
+	// (clusterversion.go).
+	versionMu sync.Mutex
 
 	lmu      sync.Mutex
 	leaderCh chan struct{} // closed at the next change of leader (leaderChanges)
@@ -423,6 +438,9 @@ func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 func (n *Node) Apply(ctx context.Context, cmd state.Command) (any, error) {
 	data, err := fsm.Encode(cmd, time.Now())
 	if err != nil {
+		return nil, err
+	}
+	if err := n.checkEntryFormat(fsm.EntryVersionOf(cmd)); err != nil {
 		return nil, err
 	}
 	if err := n.awaitLeadership(ctx); err != nil {

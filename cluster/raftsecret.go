@@ -144,3 +144,33 @@ func RaftTLSFromSecret(secret, nodeID string) (*tls.Config, error) {
 		MinVersion:   tls.VersionTLS13,
 	}, nil
 }
+
+// TrustRaftSecret makes c, a Config.RaftTLS from RaftTLSFromSecret, also
+// accept peers whose certificates the CA of secret signed: the next
+// secret during a rotation (docs/operators-guide.md, "Rotating the cluster
+// secret"). This node's own certificate stays the current secret's.
+func TrustRaftSecret(c *tls.Config, secret string) error {
+	if secret == "" {
+		return nil
+	}
+	ca, _, err := raftCAFromSecret(secret)
+	if err != nil {
+		return fmt.Errorf("raft TLS from the next cluster secret: %w", err)
+	}
+	c.RootCAs = c.RootCAs.Clone()
+	c.RootCAs.AddCert(ca)
+	return nil
+}
+
+// SecretID names a cluster secret without revealing more of it than any
+// Raft peer sees: the SHA-256 of the public key of the CA derived from it
+// (which every Raft handshake shows), its first 8 bytes in hex. Nodes
+// compare the ids of their secrets when one joins.
+func SecretID(secret string) (string, error) {
+	ca, _, err := raftCAFromSecret(secret)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(ca.RawSubjectPublicKeyInfo)
+	return fmt.Sprintf("%x", sum[:8]), nil
+}

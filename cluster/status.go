@@ -3,6 +3,8 @@ package cluster
 import (
 	"strconv"
 	"time"
+
+	"github.com/placementd/placementd/fsm"
 )
 
 // NodeStatus is what a node reports about itself (the operator API's
@@ -31,6 +33,12 @@ type NodeStatus struct {
 	// placement command applied: nodes at the same StateIndex must agree.
 	Digest     string `json:"digest"`
 	StateIndex uint64 `json:"state_index"`
+	// BuildVersion and Reads: this node's build and the formats it reads;
+	// ClusterVersion: the cluster version as it applied it
+	// (clusterversion.go).
+	BuildVersion   string              `json:"build_version,omitempty"`
+	Reads          *fsm.Formats        `json:"reads,omitempty"`
+	ClusterVersion *fsm.ClusterVersion `json:"cluster_version,omitempty"`
 }
 
 // JoinRequest asks the leader to add a server (AddMember); it is the body
@@ -42,6 +50,12 @@ type JoinRequest struct {
 	NonVoter bool   `json:"non_voter"`
 	Region   string `json:"region,omitempty"`
 	Zone     string `json:"zone,omitempty"`
+	// The joining node's build and the formats it reads (none from 0.9.0).
+	BuildVersion string      `json:"build_version,omitempty"`
+	Reads        fsm.Formats `json:"reads,omitzero"`
+	// SecretIDs name the cluster secrets the node accepts, current first
+	// (cluster.SecretID; secretrotation.go).
+	SecretIDs []string `json:"secret_ids,omitempty"`
 }
 
 // Status reports this node.
@@ -53,6 +67,9 @@ func (n *Node) Status(withDigest bool) NodeStatus {
 		Region: n.cfg.Region, Zone: n.cfg.Zone, TimingMS: n.timing.millis(),
 	}
 	st.Leader, _ = n.Leader()
+	build, reads := n.BuildReport()
+	cv := n.ClusterVersion()
+	st.BuildVersion, st.Reads, st.ClusterVersion = build, &reads, &cv
 	if v, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
 		st.LastSnapshotIndex = v
 	}

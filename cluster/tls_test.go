@@ -424,7 +424,7 @@ func TestTLSRejectsForeignNodes(t *testing.T) {
 	// completes a handshake, so it neither reads the log nor acks it.
 	imp := impostor(t, otherCA.issue(t, "impostor"))
 	retryLeaderChange(t, "add the impostor", func(ctx context.Context) error {
-		return admin.Join(ctx, cluster.JoinRequest{ID: "impostor", RaftAddr: imp.addr, NonVoter: true})
+		return admin.Join(ctx, cluster.JoinRequest{ID: "impostor", RaftAddr: imp.addr, NonVoter: true, Reads: fsm.BuildFormats})
 	})
 	// Each dial is a handshake the leader tried: after several, none
 	// may have completed.

@@ -35,7 +35,7 @@ import (
 // format version and are kept forever: when fsm.SnapshotVersion or
 // fsm.EntryVersion goes up, write new ones with
 //
-//	PLACEMENTD_WRITE_FIXTURES=v3 go test ./cluster/ -run TestWriteUpgradeFixtures
+//	PLACEMENTD_WRITE_FIXTURES=v4 go test ./cluster/ -run TestWriteUpgradeFixtures
 //
 // add the new files beside the old ones, and list them in upgradeFixtures
 // with the digest the test logs.
@@ -46,6 +46,9 @@ var upgradeFixtures = []upgradeFixture{
 	// Log entry v3: allocations kept in the order they were written.
 	{name: "v3", snapshotFormat: 1, batches: true, writeOrder: true,
 		digest: "f8ad9b56d0d174eabfca498f0858e6e40e110d35761982b1eaf8d319c2b59052"},
+	// Log entry v4: the lone node raised the cluster version.
+	{name: "v4", snapshotFormat: 1, batches: true, writeOrder: true, raised: true,
+		digest: "15d0ce401b0528f3d8605c8712561c186a71706fe87df2414de90ba75f8b72d5"},
 }
 
 type upgradeFixture struct {
@@ -58,6 +61,9 @@ type upgradeFixture struct {
 	// in the order of the write (the ordered consumers of
 	// writeFixtureWorkload, one in the snapshot and one in the log).
 	writeOrder bool
+	// raised: the data dir's log holds the entry raising the cluster
+	// version (log entry v4), which must replay.
+	raised bool
 	// digest is the state's digest as the build that wrote the fixture
 	// saw it: the data directory's, once replayed, and the backup's. A
 	// later build must read both to exactly that state.
@@ -213,8 +219,9 @@ func writeFixtureWorkload(t *testing.T, d *diskNode) {
 }
 
 // logBatches counts the batch entries in the Raft log of a stopped node's
-// data directory.
-func logBatches(t *testing.T, dir string) int {
+// data directory, and the cluster metadata entries raising the cluster
+// version.
+func logBatches(t *testing.T, dir string) (batches, raises int) {
 	t.Helper()
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), MsgpackUseNewTimeFormat: true})
 	if err != nil {
@@ -223,13 +230,18 @@ func logBatches(t *testing.T, dir string) int {
 	defer store.Close()
 	first, _ := store.FirstIndex()
 	last, _ := store.LastIndex()
-	batches := 0
 	for i := first; i <= last && i > 0; i++ {
 		var l raft.Log
 		if err := store.GetLog(i, &l); err != nil {
 			t.Fatal(err)
 		}
 		if l.Type != raft.LogCommand {
+			continue
+		}
+		if payload, ok := fsm.ClusterEntry(l.Data); ok {
+			if strings.Contains(string(payload), `"op":"cluster_version"`) {
+				raises++
+			}
 			continue
 		}
 		entries, err := fsm.Decode(l.Data)
@@ -240,7 +252,7 @@ func logBatches(t *testing.T, dir string) int {
 			batches++
 		}
 	}
-	return batches
+	return batches, raises
 }
 
 // checkFixtureState asserts, through the API, everything
@@ -323,6 +335,9 @@ func TestWriteUpgradeFixtures(t *testing.T) {
 	dir := t.TempDir()
 	d := openDiskNode(t, dir)
 	writeFixtureWorkload(t, d)
+	testcluster.WaitFor(t, 15*time.Second, "the lone node raised the cluster version", func() error {
+		return testcluster.Check(d.Node.ClusterVersion().Formats == fsm.BuildFormats, "%v", d.Node.ClusterVersion())
+	})
 	checkFixtureState(t, d, fx)
 	var backup bytes.Buffer
 	c := &front.Client{Addr: strings.TrimPrefix(d.srv.URL, "http://"), Secret: fixtureSecret}
@@ -330,7 +345,7 @@ func TestWriteUpgradeFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.close()
-	if n := logBatches(t, dir); n == 0 {
+	if n, _ := logBatches(t, dir); n == 0 {
 		t.Fatal("the burst of writes left no batch entry in the log")
 	}
 	digest, _, err := fsm.InspectSnapshot(backup.Bytes())
@@ -358,8 +373,12 @@ func TestUpgradeDataDir(t *testing.T) {
 			}
 			dir := t.TempDir()
 			untarDir(t, archive, dir)
-			if n := logBatches(t, dir); fx.batches && n == 0 {
+			n, raises := logBatches(t, dir)
+			if fx.batches && n == 0 {
 				t.Fatal("the fixture's log holds no batch entry")
+			}
+			if fx.raised != (raises > 0) {
+				t.Fatalf("the fixture's log holds %d entries raising the cluster version (raised: %v)", raises, fx.raised)
 			}
 			d := openDiskNode(t, dir)
 			if err := d.Node.ReadBarrier(context.Background()); err != nil {

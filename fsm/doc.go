@@ -23,7 +23,8 @@
 //     if they were consecutive entries, with one Result each. Version 3
 //     marks the commands an older build would apply differently (see
 //     EntryVersion); every other command is still written as version 1,
-//     which older builds read. Entries are
+//     which older builds read. Version 4 is the cluster metadata entry
+//     that raises the cluster version (below). Entries are
 //     written byte for byte as encoding/json writes them (with
 //     goccy/go-json, for speed). Every field of a command, and of the
 //     records in it, is stored under the name its json tag gives.
@@ -34,14 +35,22 @@
 //     from placement entries (ClusterEntry), the cluster decodes the
 //     payload and refuses what it does not understand. The framing is the
 //     one every build has written, so that old logs and old followers
-//     read it unchanged.
+//     read it unchanged. testdata/golden/cluster-entries.json holds them
+//     as written (package cluster replays it).
+//   - The cluster version (formats.go): Formats are the newest versions
+//     of these formats a build reads (BuildFormats; PreviousReleaseFormats
+//     for 0.9.0, whose members report none). The cluster writes a format
+//     only once every member reads it, and records what they all read in
+//     a cluster metadata entry of log entry format v4
+//     (ClusterVersionEntry) and in its snapshot section v3.
 //   - Snapshot files (snapshotfile.go, SnapshotVersion): a header line
 //     "placementd-snapshot v1", then the body of that version (for v1 the
 //     gzip-compressed JSON of state.Image, which fsm/image encodes and
 //     decodes). Raft snapshots, backups and the state digest use it.
 //   - Raft snapshots written by package cluster: the cluster's section, a
-//     line "placementd-cluster v2 " with its payload (ClusterSectionVersion;
-//     the cluster decodes the payload by the version ReadClusterSection
+//     line "placementd-cluster vN " with its payload (N up to
+//     ClusterSectionVersion, the newest the cluster version allows; the
+//     cluster decodes the payload by the version ReadClusterSection
 //     returns), then a snapshot file. A backup given to raft.Restore has
 //     no section.
 //

@@ -22,7 +22,10 @@ import (
 // with WriteOrder) and resource classes numbered as upstream numbers them
 // (state.CreateResourceClass with MaxPlusOne). Every other command is
 // still written as version 1 (entryVersion), so that older builds read it.
-const EntryVersion = 3
+// Version 4 changes no placement entry: it adds the cluster metadata entry
+// that raises the cluster version (ClusterVersionEntry), which a build
+// reading up to v3 stops at.
+const EntryVersion = 4
 
 // batchKind marks an entry whose payload is a list of whole
 // single-command entries (so each keeps its proposer's time), applied in
@@ -51,8 +54,11 @@ func Encode(cmd state.Command, now time.Time) ([]byte, error) {
 	return json.Marshal(envelope{Version: entryVersion(cmd), Kind: cmd.Kind(), Time: now.UTC(), Payload: payload})
 }
 
-// entryVersion is the oldest envelope version whose readers apply cmd as
-// this build does.
+// EntryVersionOf is the log entry format Encode writes cmd in: the oldest
+// whose readers apply it as this build does. The cluster writes it only
+// when every member reads that version.
+func EntryVersionOf(cmd state.Command) int { return entryVersion(cmd) }
+
 func entryVersion(cmd state.Command) int {
 	switch c := cmd.(type) {
 	case *state.SetAllocations:

@@ -70,7 +70,7 @@ func TestDecodeRejects(t *testing.T) {
 	for name, data := range map[string]string{
 		"not json":      "{",
 		"unknown kind":  `{"v":1,"k":"no.such","t":"2026-01-01T00:00:00Z","p":{}}`,
-		"newer format":  `{"v":4,"k":"trait.create","t":"2026-01-01T00:00:00Z","p":{}}`,
+		"newer format":  `{"v":99,"k":"trait.create","t":"2026-01-01T00:00:00Z","p":{}}`,
 		"bad payload":   `{"v":1,"k":"trait.create","t":"2026-01-01T00:00:00Z","p":{"Name":5}}`,
 		"batch in v1":   `{"v":1,"k":"batch","p":[` + traitEntry + `,` + traitEntry + `]}`,
 		"batch of one":  `{"v":2,"k":"batch","p":[` + traitEntry + `]}`,

@@ -209,7 +209,7 @@ func TestWriteGolden(t *testing.T) {
 		t.Fatalf("no example of a cluster section v%d in clusterSectionExamples", ClusterSectionVersion)
 	}
 	var raftSnap bytes.Buffer
-	if err := WriteClusterSection(&raftSnap, []byte(section)); err != nil {
+	if err := WriteClusterSection(&raftSnap, ClusterSectionVersion, []byte(section)); err != nil {
 		t.Fatal(err)
 	}
 	raftSnap.Write(snap.data)
@@ -252,6 +252,7 @@ func writeGoldenSnapshot(t *testing.T, name string, cmds []state.Command, about 
 var clusterSectionExamples = map[int]string{
 	1: `{"n1":"10.0.0.1:8778","n2":"10.0.0.2:8778","n3":"[fd00::3]:8778"}`,
 	2: `{"n1":{"http_addr":"10.0.0.1:8778","region":"east","zone":"east-a"},"n2":{"http_addr":"10.0.0.2:8778","region":"west"},"n3":{"http_addr":"[fd00::3]:8778"}}`,
+	3: `{"members":{"n1":{"http_addr":"10.0.0.1:8778","region":"east","zone":"east-a","build_version":"0.10.0+444b1523d678","reads":{"entry_version":4,"snapshot_version":1,"cluster_section_version":3}},"n2":{"http_addr":"10.0.0.2:8778","region":"west","build_version":"0.10.0","reads":{"entry_version":4,"snapshot_version":1,"cluster_section_version":3}},"n3":{"http_addr":"[fd00::3]:8778","build_version":"0.11.0","reads":{"entry_version":5,"snapshot_version":2,"cluster_section_version":3}}},"cluster_version":{"entry_version":4,"snapshot_version":1,"cluster_section_version":3,"build_version":"0.10.0"}}`,
 }
 
 func sidecar(t *testing.T, s goldenSnapshot) []byte {
@@ -475,6 +476,9 @@ func TestGoldenCoversEveryKind(t *testing.T) {
 		if !batched[kind] {
 			t.Errorf("no golden batch entry holds %s", kind)
 		}
+	}
+	for _, e := range readGoldenClusterEntries(t) {
+		versions[e.EntryVersion] = true
 	}
 	for v := 1; v <= EntryVersion; v++ {
 		if !versions[v] {

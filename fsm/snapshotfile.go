@@ -79,18 +79,25 @@ func cutHeader(line, magic string) (version int, after string, ok bool) {
 // is one line, "placementd-cluster v2 " and the cluster's payload (its
 // membership table, opaque here: the cluster decodes it by version), then
 // a snapshot file. A snapshot file alone (a backup handed to raft.Restore)
-// has no section. Version 2 added the members' region and zone labels.
-const ClusterSectionVersion = 2
+// has no section. Version 2 added the members' region and zone labels;
+// version 3 the cluster version (ClusterVersion) beside the table, written
+// only once every member reads it.
+const ClusterSectionVersion = 3
 
 const clusterSectionMagic = "placementd-cluster"
 
-// WriteClusterSection writes the cluster's section; the snapshot file
-// follows it. The payload is one line: it must not hold a newline.
-func WriteClusterSection(w io.Writer, payload []byte) error {
+// WriteClusterSection writes the cluster's section in the given version
+// (the newest its cluster's members all read, at most
+// ClusterSectionVersion); the snapshot file follows it. The payload is
+// one line: it must not hold a newline.
+func WriteClusterSection(w io.Writer, version int, payload []byte) error {
 	if bytes.IndexByte(payload, '\n') >= 0 {
 		return fmt.Errorf("cluster snapshot section: the payload holds a newline")
 	}
-	_, err := fmt.Fprintf(w, "%s v%d %s\n", clusterSectionMagic, ClusterSectionVersion, payload)
+	if err := checkVersion("cluster snapshot section", version, ClusterSectionVersion); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s v%d %s\n", clusterSectionMagic, version, payload)
 	return err
 }
 

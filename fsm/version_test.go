@@ -163,7 +163,7 @@ func TestClusterSection(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := WriteClusterSection(&buf, []byte(`{"n1":"a:1"}`)); err != nil {
+	if err := WriteClusterSection(&buf, ClusterSectionVersion, []byte(`{"n1":"a:1"}`)); err != nil {
 		t.Fatal(err)
 	}
 	buf.Write(snap)
@@ -174,8 +174,17 @@ func TestClusterSection(t *testing.T) {
 	if _, err := ReadSnapshot(rest); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteClusterSection(io.Discard, []byte("a\nb")); err == nil {
+	if err := WriteClusterSection(io.Discard, ClusterSectionVersion, []byte("a\nb")); err == nil {
 		t.Fatal("a section payload with a newline was written")
+	}
+	// An older version is written as asked (the cluster writes the one
+	// its members all read); one this build does not know is refused.
+	buf.Reset()
+	if err := WriteClusterSection(&buf, 2, []byte(`{}`)); err != nil || buf.String() != "placementd-cluster v2 {}\n" {
+		t.Fatalf("section v2: %q %v", buf.String(), err)
+	}
+	if err := WriteClusterSection(io.Discard, ClusterSectionVersion+1, []byte(`{}`)); err == nil {
+		t.Fatal("a section in a version this build does not know was written")
 	}
 }
 

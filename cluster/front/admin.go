@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/placementd/placementd/cluster"
+	"github.com/placementd/placementd/fsm"
 )
 
 // The operator API, under /_cluster/ (a prefix Placement does not use).
@@ -28,7 +29,7 @@ import (
 //	                         member token, member.go; readlevels.go)
 //	GET  /_cluster/self      this node's Raft state and state digest
 //	GET  /_cluster/status    members, leader, term, every node's report
-//	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter"}
+//	POST /_cluster/join      {"id","raft_addr","http_addr","non_voter",...}
 //	POST /_cluster/remove    {"id"}
 //	POST /_cluster/transfer-leadership  {"to"} or {}: hand leadership over
 //	GET  /_cluster/snapshot  a consistent placement snapshot (backup)
@@ -47,6 +48,9 @@ type ClusterStatus struct {
 	Leader  string         `json:"leader"`
 	Term    uint64         `json:"term"`
 	Members []MemberStatus `json:"members"`
+	// ClusterVersion is the formats every member reads, which the leader
+	// may write (as the node asked applied it).
+	ClusterVersion fsm.ClusterVersion `json:"cluster_version"`
 	// Warnings: regions whose loss would cost the quorum (cluster.QuorumWarnings),
 	// members whose Raft timing differs.
 	Warnings []string `json:"warnings,omitempty"`
@@ -76,8 +80,11 @@ func (h *Handler) authorized(r *http.Request) bool {
 		return false
 	}
 	got := []byte(r.Header.Get("Authorization"))
-	want := []byte("Bearer " + h.opts.Secret)
-	return subtle.ConstantTimeCompare(got, want) == 1
+	ok := subtle.ConstantTimeCompare(got, []byte("Bearer "+h.opts.Secret)) == 1
+	if h.opts.SecretNext != "" {
+		ok = subtle.ConstantTimeCompare(got, []byte("Bearer "+h.opts.SecretNext)) == 1 || ok
+	}
+	return ok
 }
 
 // checkSecret answers 403 when no cluster secret is configured and 401
@@ -227,7 +234,7 @@ var _ raft.SnapshotSink = (*responseSink)(nil)
 
 // clusterStatus asks every member for its report, in parallel.
 func (h *Handler) clusterStatus(ctx context.Context, auth string) ClusterStatus {
-	out := ClusterStatus{Term: h.node.Term()}
+	out := ClusterStatus{Term: h.node.Term(), ClusterVersion: h.node.ClusterVersion()}
 	out.Leader, _ = h.node.Leader()
 	members, err := h.node.Members()
 	if err != nil {

@@ -47,6 +47,10 @@ type Options struct {
 	// Secret authenticates the operator API (/_cluster/...): joining,
 	// removing, status, snapshots. Empty: only /_cluster/health answers.
 	Secret string
+	// SecretNext, during a rotation of the secret, is accepted beside
+	// Secret: from callers of the operator API and in member tokens
+	// (secretrotation.go). This node still sends Secret.
+	SecretNext string
 	// LeaderWait bounds how long a request waits for a reachable leader
 	// during an election before it is answered 503 (default 10 s).
 	LeaderWait time.Duration
@@ -100,7 +104,8 @@ type Handler struct {
 
 	// memberKey signs and checks member tokens (member.go); nil without
 	// a cluster secret: no request is then taken to come from a member.
-	memberKey []byte
+	// nextMemberKey, from SecretNext, checks them too.
+	memberKey, nextMemberKey []byte
 }
 
 // New builds the cluster front of api, served by node n. When api is a
@@ -120,7 +125,7 @@ func New(n *cluster.Node, api http.Handler, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	h := &Handler{node: n, api: api, opts: opts, memberKey: memberKey(opts.Secret)}
+	h := &Handler{node: n, api: api, opts: opts, memberKey: memberKey(opts.Secret), nextMemberKey: memberKey(opts.SecretNext)}
 	tr := &http.Transport{
 		DialContext:         h.conns.dialer((&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConns:        256,

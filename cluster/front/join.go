@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +37,8 @@ func JoinCluster(ctx context.Context, n *cluster.Node, targets []string, secret 
 			}
 			last = fmt.Errorf("joining through %s: %w", t, err)
 			var se *StatusError
-			if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) {
+			if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden ||
+				se.Code == http.StatusConflict && (strings.Contains(se.Detail, cluster.ErrBuildTooOld.Error()) || strings.Contains(se.Detail, cluster.ErrWrongNextSecret.Error()))) {
 				return last // retrying will not help
 			}
 		}
@@ -152,3 +154,41 @@ func leaveKeepsQuorum(ctx context.Context, n *cluster.Node, members []cluster.Me
 	}
 	return nil
 }
+
+// KeepReported makes sure the leader's table holds n's report of its
+// build (cluster.Node.ReportDue): while it does not, n announces itself
+// to the leader again, at most every reportAgain (a leader of 0.9.0 takes
+// each join, drops the report and logs the join). It returns when ctx
+// ends.
+func KeepReported(ctx context.Context, n *cluster.Node, secret string) {
+	if secret == "" {
+		return
+	}
+	hc := apiClient(n.APITLS())
+	defer hc.CloseIdleConnections()
+	var sent time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		req, due := n.ReportDue()
+		if !due || time.Since(sent) < reportAgain {
+			continue
+		}
+		id, addr := n.Leader()
+		if id == "" || addr == "" {
+			continue
+		}
+		sent = time.Now()
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// A failure is tried again after reportAgain.
+		_ = (&Client{Addr: addr, Secret: secret, TLS: n.APITLS(), HTTP: hc}).Join(cctx, req)
+		cancel()
+	}
+}
+
+// reportAgain is how long KeepReported waits before announcing a node
+// again to a leader that did not keep its report.
+const reportAgain = 3 * time.Second

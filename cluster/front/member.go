@@ -109,8 +109,12 @@ func (h *Handler) fromMember(r *http.Request) bool {
 	if uri == "" {
 		uri = r.URL.RequestURI()
 	}
-	want := memberMAC(h.memberKey, parts[1], r.Method, uri, r.Header.Get(hopsHeader))
-	return hmac.Equal(got, want)
+	for _, key := range [][]byte{h.memberKey, h.nextMemberKey} {
+		if key != nil && hmac.Equal(got, memberMAC(key, parts[1], r.Method, uri, r.Header.Get(hopsHeader))) {
+			return true
+		}
+	}
+	return false
 }
 
 // caller is what the edge learnt about who sent a request.

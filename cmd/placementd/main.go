@@ -6,9 +6,6 @@ import (
 	"os"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // usage writes the commands' summary: to stdout when asked for
 // (placementd --help | less), to stderr after a usage error.
 func usage(w io.Writer) {
@@ -21,6 +18,9 @@ Usage:
                                remove a (dead) member
   placementd cluster transfer-leadership [--to NODE]
                                hand leadership to another voter
+  placementd cluster recover --data-dir DIR [--node-id ID] [--dry-run]
+                               make a stopped survivor of a lost quorum the only
+                               voter of its cluster
   placementd snapshot save FILE
                                back up a live cluster (consistent snapshot)
   placementd snapshot restore FILE --data-dir DIR
@@ -33,7 +33,7 @@ Usage:
                                load an export, or a running upstream Placement,
                                into an empty cluster, then verify it
                                (docs/migration.md)
-  placementd version           print the version
+  placementd version           print the version and the data formats it reads
 
 Operator commands take --addr (any member's API address) and
 --cluster-secret. See docs/cluster.md.

@@ -71,6 +71,10 @@ func parseCommand(fs *flag.FlagSet, args []string) ([]string, error) {
 const clusterUsage = `Usage:
   placementd cluster status [flags]        members, leader, term, indexes, health, digests
   placementd cluster remove NODE [flags]   remove a (dead) member
+  placementd cluster recover --data-dir DIR [--node-id ID] [--dry-run]
+                                           make a stopped survivor of a lost quorum the
+                                           only voter of its cluster (operators-guide,
+                                           "Outage recovery")
 
 Run 'placementd cluster COMMAND --help' for the flags (--addr, --cluster-secret, ...).
 `
@@ -82,6 +86,9 @@ func clusterCommand(args []string) error {
 	if isHelp(args[0]) {
 		fmt.Print(clusterUsage)
 		return nil
+	}
+	if args[0] == "recover" {
+		return recoverCommand(os.Stdout, args[1:])
 	}
 	fs := flag.NewFlagSet("placementd cluster "+args[0], flag.ContinueOnError)
 	var o operatorFlags
@@ -152,14 +159,56 @@ func clusterCommand(args []string) error {
 		fmt.Printf("leadership moved from %s to %s\n", res.From, res.To)
 		return nil
 	}
-	return fmt.Errorf("unknown cluster command %q (status, remove, transfer-leadership)", args[0])
+	return fmt.Errorf("unknown cluster command %q (status, remove, transfer-leadership, recover)", args[0])
+}
+
+// recoverCommand is `placementd cluster recover`: on a stopped member's
+// data dir, with no quorum left to join, make it the only voter.
+func recoverCommand(w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("placementd cluster recover", flag.ContinueOnError)
+	var dataDir, id string
+	var dryRun bool
+	fs.StringVar(&dataDir, "data-dir", "", "the data dir of the stopped member to recover (required)")
+	fs.StringVar(&id, "node-id", "", "the member's id (default: the one kept in the data dir)")
+	fs.BoolVar(&dryRun, "dry-run", false, "change nothing: print the member's last log index and term (run it on every survivor and recover the one with the highest term, then index)")
+	pos, err := parseCommand(fs, args)
+	if err != nil {
+		return ignoreHelp(err)
+	}
+	if len(pos) != 0 || dataDir == "" {
+		return errors.New("usage: placementd cluster recover --data-dir DIR [--node-id ID] [--dry-run]")
+	}
+	res, err := cluster.Recover(dataDir, id, dryRun, nil)
+	if err != nil {
+		return err
+	}
+	removed := strings.Join(res.Removed, ", ")
+	if removed == "" {
+		removed = "none"
+	}
+	if dryRun {
+		fmt.Fprintf(w, "%s (raft %s): last log index %d, term %d; other members of its configuration: %s (nothing changed)\n",
+			res.NodeID, res.RaftAddr, res.LastIndex, res.Term, removed)
+		return nil
+	}
+	// The API addresses of the old members, which `serve` would try to
+	// join through: they must not come back with their data.
+	os.Remove(filepath.Join(dataDir, peersFile))
+	fmt.Fprintf(w, "recovered %s (raft %s) as the only voter of its cluster\n", res.NodeID, res.RaftAddr)
+	fmt.Fprintf(w, "  last log index %d, term %d\n", res.LastIndex, res.Term)
+	fmt.Fprintf(w, "  state digest %s at state index %d\n", res.Digest, res.StateIndex)
+	fmt.Fprintf(w, "  removed from its configuration: %s\n", removed)
+	fmt.Fprintf(w, "Start `placementd serve` on %s: it leads alone. Never start the removed members on their old data dirs: wipe them and join them as new nodes.\n", dataDir)
+	return nil
 }
 
 func printStatus(w io.Writer, st front.ClusterStatus) {
-	fmt.Fprintf(w, "leader: %s  term: %d\n\n", st.Leader, st.Term)
+	fmt.Fprintf(w, "leader: %s  term: %d\n", st.Leader, st.Term)
+	cv := st.ClusterVersion
+	fmt.Fprintf(w, "cluster version: %s (every member reads them; oldest build %s)\n\n", formatsShort(cv.Formats), cv.BuildVersion)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	shortened := false
-	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST\tREGION")
+	fmt.Fprintln(tw, "NODE\tROLE\tSTATE\tHEALTHY\tTERM\tCOMMIT\tAPPLIED\tSNAPSHOT\tCONTACT\tAPI\tRAFT\tDIGEST\tREGION\tBUILD\tREADS")
 	for _, m := range st.Members {
 		role := "voter"
 		if !m.Voter {
@@ -172,6 +221,11 @@ func printStatus(w io.Writer, st front.ClusterStatus) {
 		if region == "" {
 			region = "-"
 		}
+		build := m.BuildVersion
+		if build == "" {
+			build = "(none reported: 0.9.0)"
+		}
+		build += "\t" + formatsShort(m.Reads)
 		if s := m.Status; s != nil {
 			contact := "-"
 			if s.LastContactMS >= 0 && s.State != "Leader" {
@@ -181,12 +235,12 @@ func printStatus(w io.Writer, st front.ClusterStatus) {
 			if len(digest) > 12 {
 				digest = digest[:12]
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s@%d\t%s\n", m.ID, role, s.State, m.Healthy,
-				s.Term, s.CommitIndex, s.AppliedIndex, s.LastSnapshotIndex, contact, m.HTTPAddr, m.RaftAddr, digest, s.StateIndex, region)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s@%d\t%s\t%s\n", m.ID, role, s.State, m.Healthy,
+				s.Term, s.CommitIndex, s.AppliedIndex, s.LastSnapshotIndex, contact, m.HTTPAddr, m.RaftAddr, digest, s.StateIndex, region, build)
 		} else {
 			reason := shortReason(m.Error)
 			shortened = shortened || reason != m.Error
-			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, reason, region)
+			fmt.Fprintf(tw, "%s\t%s\t?\t%v\t\t\t\t\t\t%s\t%s\t%s\t%s\t%s\n", m.ID, role, m.Healthy, m.HTTPAddr, m.RaftAddr, reason, region, build)
 		}
 	}
 	tw.Flush()
@@ -224,6 +278,11 @@ func shortReason(detail string) string {
 		return detail[:max-3] + "..."
 	}
 	return detail
+}
+
+// formatsShort is "entry v4, snapshot v1, section v3".
+func formatsShort(f fsm.Formats) string {
+	return fmt.Sprintf("entry v%d, snapshot v%d, section v%d", f.Entry, f.Snapshot, f.ClusterSection)
 }
 
 const snapshotUsage = `Usage:

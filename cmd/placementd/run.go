@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -88,7 +89,7 @@ func runNode(c *serveConfig, id string, authz httpapi.Authorizer, log *slog.Logg
 	}
 	joinCtx, stopJoin := context.WithCancel(context.Background())
 	defer stopJoin()
-	joinInBackground(joinCtx, c, node, joins, ls.httpAdv, log)
+	joinInBackground(joinCtx, c, node, joins, ls.httpAdv, errc, log)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -202,6 +203,8 @@ func openNode(c *serveConfig, id, httpAdv string, bootstrap bool, timing cluster
 		Timing:             timing,
 		Region:             cf.region, Zone: cf.zone,
 		PlainElections: !cf.orderedElections,
+		BuildVersion:   buildVersion(),
+		SecretIDs:      cf.secretIDs,
 		Tune: func(rc *raft.Config) {
 			rc.SnapshotThreshold = cf.snapshotThreshold
 			rc.SnapshotInterval = cf.snapshotInterval
@@ -253,7 +256,7 @@ func serveAPI(c *serveConfig, node *cluster.Node, authz httpapi.Authorizer, mtr 
 	}
 	c.httpLimits.apiLimits(&apiCfg)
 	api := httpapi.New(mtr.Backend(node), apiCfg)
-	fr := front.New(node, api, front.Options{Secret: cf.secret, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
+	fr := front.New(node, api, front.Options{Secret: cf.secret, SecretNext: cf.secretNext, Logger: log, LeaderRegions: splitList(cf.leaderRegions)})
 	var handler http.Handler = withProbes(fr, mtr, metricsAccessOf(c))
 	if c.security.apiTLS != nil {
 		handler = markTLS(handler)
@@ -267,7 +270,7 @@ func serveAPI(c *serveConfig, node *cluster.Node, authz httpapi.Authorizer, mtr 
 // to. With --bootstrap-expect, a fresh node that --join lists forms the
 // cluster with the others listed first, then announces its address like
 // any member.
-func joinInBackground(ctx context.Context, c *serveConfig, node *cluster.Node, joins []string, httpAdv string, log *slog.Logger) {
+func joinInBackground(ctx context.Context, c *serveConfig, node *cluster.Node, joins []string, httpAdv string, fatal chan<- error, log *slog.Logger) {
 	cf := &c.cluster
 	targets := append(append(joins, node.PeerHTTPAddrs()...), readPeers(c.dataDir)...)
 	bootstrap := cf.bootstrapExpect > 0 && !node.HasState() && slices.Contains(joins, httpAdv)
@@ -286,11 +289,23 @@ func joinInBackground(ctx context.Context, c *serveConfig, node *cluster.Node, j
 		if err := joinLogged(ctx, node, dedupe(targets), cf.secret, cf.nonVoter, log); err != nil {
 			if ctx.Err() == nil {
 				log.Error("joining the cluster failed", "error", err)
+				if errors.Is(err, cluster.ErrWrongNextSecret) || strings.Contains(err.Error(), cluster.ErrWrongNextSecret.Error()) {
+					// A configuration error only the operator can fix:
+					// stop rather than run with a secret that will cut
+					// this node off at the next step of the rotation.
+					select {
+					case fatal <- err:
+					default: // already stopping
+					}
+				}
 			}
 			return
 		}
 		log.Info("joined the cluster", "node", node.ID())
 		writePeers(c.dataDir, node)
+		// A leader of 0.9.0 drops this node's report of its build:
+		// announce it again to later leaders until it is in the table.
+		front.KeepReported(ctx, node, cf.secret)
 	}()
 }
 

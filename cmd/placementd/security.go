@@ -40,6 +40,8 @@ type securityFlags struct {
 	// raftLocalOnly: raftTLS is keyed by the data dir's own secret
 	// (localRaftTLS), which no other node has: no cluster of several.
 	raftLocalOnly bool
+	// raftTLSDerived: raftTLS comes from the cluster secret, not files.
+	raftTLSDerived bool
 	// Built by loadTLS: the API's server side (nil: plain HTTP), the
 	// client side for the peers' APIs, and Raft's mutual TLS.
 	apiTLS, peerAPITLS, raftTLS *tls.Config
@@ -207,6 +209,7 @@ func (c *securityFlags) raftAuth(secret, nodeID, raftAddr string, log *slog.Logg
 	if secret != "" {
 		var err error
 		c.raftTLS, err = cluster.RaftTLSFromSecret(secret, nodeID)
+		c.raftTLSDerived = true
 		if len(secret) < 16 {
 			log.Warn("the cluster secret is short: it also keys Raft's TLS, and a short secret can be guessed offline from a Raft certificate; use a random one (openssl rand -hex 32)")
 		}
@@ -247,4 +250,33 @@ func loopbackAddr(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// checkSecretNext settles --cluster-secret-next: Raft's TLS derived from
+// the secret also trusts the next secret's CA, and the ids of both
+// secrets go to the node's joins (cluster/secretrotation.go).
+func (c *clusterFlags) checkSecretNext(sec *securityFlags) error {
+	c.secretIDs = nil
+	if c.secretNext == "" {
+		return nil
+	}
+	if c.secret == "" {
+		return errors.New("--cluster-secret-next needs --cluster-secret: the next secret is accepted beside the current one")
+	}
+	if c.secretNext == c.secret {
+		return errors.New("--cluster-secret-next is the same as --cluster-secret: drop it, or give the new secret")
+	}
+	if sec.raftTLS != nil && sec.raftTLSDerived {
+		if err := cluster.TrustRaftSecret(sec.raftTLS, c.secretNext); err != nil {
+			return err
+		}
+	}
+	for _, s := range []string{c.secret, c.secretNext} {
+		id, err := cluster.SecretID(s)
+		if err != nil {
+			return err
+		}
+		c.secretIDs = append(c.secretIDs, id)
+	}
+	return nil
 }

@@ -50,6 +50,8 @@ type clusterFlags struct {
 	join                         string
 	bootstrapExpect              int
 	secret                       string
+	secretNext                   string
+	secretIDs                    []string // of secret and secretNext, when rotating (checkSecretNext)
 	nonVoter                     bool
 	raftAdvertise, httpAdvertise string
 	snapshotThreshold            uint64
@@ -71,6 +73,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.join, "join", "", "comma-separated API addresses (host:port) of members of a cluster to join; a fresh node without --join starts a new single-node cluster")
 	fs.IntVar(&c.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster of this many voters at once: --join lists exactly those nodes, and each fresh node among them starts the cluster with all of them once every one answers with no Raft state (any with state: join instead); for nodes given the same flags, such as a StatefulSet's pods")
 	fs.StringVar(&c.secret, "cluster-secret", "", "shared secret of the cluster: needed to join and for the operator API (/_cluster/...); give every node the same. On a command line it shows in ps: set PLACEMENTD_CLUSTER_SECRET or put it in the --config file instead")
+	fs.StringVar(&c.secretNext, "cluster-secret-next", "", "a second cluster secret accepted beside --cluster-secret (Raft TLS, joins, operator API, member tokens) while the secret is rotated: give every node the same one, then make it every node's --cluster-secret (docs/operators-guide.md, Rotating the cluster secret)")
 	fs.BoolVar(&c.nonVoter, "non-voter", false, "join as a non-voting member (a read replica, e.g. in a remote region)")
 	fs.StringVar(&c.raftAdvertise, "raft-advertise", "", "Raft address other nodes dial (default: --raft-addr, which must then be a specific IP)")
 	fs.StringVar(&c.httpAdvertise, "http-advertise", "", "API address other nodes forward requests to (default: --http-addr, or the hostname with its port when it binds all interfaces)")
@@ -252,6 +255,9 @@ func serve(args []string) error {
 	// Before nodeID, which writes to the data dir. The certificate names
 	// the node only when --node-id does (a label for logs).
 	if err := c.security.raftAuth(c.cluster.secret, c.nodeID, c.raftAddr, log); err != nil {
+		return err
+	}
+	if err := c.cluster.checkSecretNext(&c.security); err != nil {
 		return err
 	}
 	id, err := nodeID(c.nodeID, c.dataDir)

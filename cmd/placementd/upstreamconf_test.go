@@ -85,6 +85,7 @@ connection = mysql+pymysql://placement:secret@db/placement
 enabled = true
 [placementd]
 cluster_secret = from-the-file
+cluster_secret_next = next-from-the-file
 bootstrap-expect = 3
 max_allocation_candidates = 1000
 `)
@@ -124,6 +125,7 @@ max_allocation_candidates = 1000
 		{"policy_dirs (upstream default, present)", c.policyDirs, filepath.Join(dir, "policy.d")},
 		{"cors origins", c.corsAllowedOrigin, "http://a.example,http://b.example"},
 		{"cors headers", c.corsAllowHeaders, "X-One,X-Two"},
+		{"[placementd] cluster_secret_next", c.cluster.secretNext, "next-from-the-file"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %q, want %q", tc.name, tc.got, tc.want)

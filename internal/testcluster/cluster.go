@@ -178,6 +178,7 @@ func (c *Cluster) StartWith(id string, cfg cluster.Config) *Node {
 	srv.Start()
 	ctx, stopFront := context.WithCancel(context.Background())
 	go fr.Run(ctx)
+	go front.KeepReported(ctx, node, Secret)
 	n := &Node{ID: id, Node: node, Trans: trans, Srv: srv, Addr: ln.Addr().String(), URL: srv.URL,
 		Logs: logs, cfg: cfg, stopFront: stopFront}
 	c.mu.Lock()
@@ -217,6 +218,17 @@ func (c *Cluster) Restart(n *Node) *Node {
 	c.t.Helper()
 	c.Stop(n)
 	return c.StartWith(n.ID, n.cfg)
+}
+
+// RestartWith stops n if it runs and opens it again on its data dir with
+// the config it was started with as change leaves it (e.g. Reads: the
+// build it stands for); it returns the new node.
+func (c *Cluster) RestartWith(n *Node, change func(*cluster.Config)) *Node {
+	c.t.Helper()
+	c.Stop(n)
+	cfg := n.cfg
+	change(&cfg)
+	return c.StartWith(n.ID, cfg)
 }
 
 // Cut disconnects the Raft transport between a and b both ways.

@@ -199,18 +199,11 @@ func (n *Node) ReportDue() (req JoinRequest, due bool) {
 	if m := n.meta.member(n.cfg.NodeID); n.IsLeader() || !n.IsMember() || m.BuildVersion == build && m.Reads == reads {
 		return JoinRequest{}, false
 	}
-	return n.joinRequest(!n.isVoter()), true
+	return n.JoinRequest(!n.isVoter()), true
 }
 
 // isVoter says whether this node is a voter of the latest configuration.
 func (n *Node) isVoter() bool {
 	fut := n.raft.GetConfiguration()
 	return fut.Error() == nil && isVoter(fut.Configuration(), raft.ServerID(n.cfg.NodeID))
-}
-
-// joinRequest is this node's join: its addresses, labels and build.
-func (n *Node) joinRequest(nonVoter bool) JoinRequest {
-	build, reads := n.BuildReport()
-	return JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter,
-		Region: n.cfg.Region, Zone: n.cfg.Zone, BuildVersion: build, Reads: reads, SecretIDs: n.cfg.SecretIDs}
 }

@@ -102,8 +102,12 @@ func (n *Node) PeerURL(addr, path string) string {
 func (n *Node) Region() string { return n.cfg.Region }
 
 // JoinRequest is the request that adds this node to a cluster, as a
-// voter or not.
-func (n *Node) JoinRequest(nonVoter bool) JoinRequest { return n.joinRequest(nonVoter) }
+// voter or not: its addresses, labels, build and secret ids.
+func (n *Node) JoinRequest(nonVoter bool) JoinRequest {
+	build, reads := n.BuildReport()
+	return JoinRequest{ID: n.cfg.NodeID, RaftAddr: n.RaftAddr(), HTTPAddr: n.cfg.HTTPAddr, NonVoter: nonVoter,
+		Region: n.cfg.Region, Zone: n.cfg.Zone, BuildVersion: build, Reads: reads, SecretIDs: n.cfg.SecretIDs}
+}
 
 // Go runs fn in a goroutine until the node stops: stop is closed when
 // Shutdown begins, and Shutdown waits for fn to return before it stops

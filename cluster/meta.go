@@ -134,11 +134,7 @@ func (c *clusterFSM) apply(l *raft.Log) any {
 	if err != nil {
 		// As for placement entries: never skip what the others applied;
 		// stop as they do (fsm.UndecodableEntry).
-		bad := &fsm.UndecodableEntry{Index: l.Index, Data: l.Data, Err: fmt.Errorf("membership entry: %w", err)}
-		if c.inner.OnUndecodable != nil {
-			c.inner.OnUndecodable(bad)
-		}
-		panic("cluster: " + bad.Error())
+		c.inner.StopAt(l.Index, l.Data, fmt.Errorf("membership entry: %w", err))
 	}
 	c.mu.Lock()
 	switch e.Op {

@@ -57,11 +57,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 	entries, err := Decode(l.Data)
 	if err != nil {
 		// Continuing would let this replica diverge from the others.
-		bad := &UndecodableEntry{Index: l.Index, Data: l.Data, Err: err}
-		if f.OnUndecodable != nil {
-			f.OnUndecodable(bad)
-		}
-		panic("fsm: " + bad.Error())
+		f.StopAt(l.Index, l.Data, err)
 	}
 	results := make([]Result, len(entries))
 	f.writeMu.Lock()

@@ -37,3 +37,15 @@ func (e *UndecodableEntry) Error() string {
 }
 
 func (e *UndecodableEntry) Unwrap() error { return e.Err }
+
+// StopAt stops applying at the committed entry at index that cannot be decoded
+// (err): OnUndecodable is told, and it does not return; without it, a
+// panic. The membership table, which frames its entries in this FSM's log,
+// stops through it too.
+func (f *FSM) StopAt(index uint64, data []byte, err error) {
+	bad := &UndecodableEntry{Index: index, Data: data, Err: err}
+	if f.OnUndecodable != nil {
+		f.OnUndecodable(bad)
+	}
+	panic("fsm: " + bad.Error())
+}

@@ -11,7 +11,10 @@ root=$(cd "$here/../.." && pwd)
 cd "$root"
 conformance_dir=${CONFORMANCE_DIR:-$root/../shared/conformance}
 files=${CONFORMANCE_FILES:-basic-http microversion resource-classes traits}
-export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-placementd-e2e}
+# Named after the checkout, so two checkouts' runs on one machine (two CI
+# runs at once) never share, or take down, each other's containers.
+checkout_id=$(printf %s "$root" | cksum | cut -d' ' -f1)
+export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-placementd-e2e-$checkout_id}
 export PLACEMENTD_CLUSTER_SECRET=${PLACEMENTD_CLUSTER_SECRET:-e2e-$$-$RANDOM}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 export PLACEMENTD_NODE1_PORT=$(free_port) PLACEMENTD_NODE3_PORT=$(free_port)

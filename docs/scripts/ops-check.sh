@@ -142,7 +142,10 @@ for n in n3 n2 n1; do stop "$n"; done
 
 if [[ ${DOCKER:-} == 1 ]]; then
   say "7. docker image and compose"
-  export COMPOSE_PROJECT_NAME=placementd-ops-check PLACEMENTD_CLUSTER_SECRET=$secret
+  # Named after the checkout, as make e2e's: concurrent runs of two
+  # checkouts keep apart.
+  export COMPOSE_PROJECT_NAME=placementd-ops-check-$(printf %s "$root" | cksum | cut -d' ' -f1)
+  export PLACEMENTD_CLUSTER_SECRET=$secret
   export PLACEMENTD_NODE1_PORT=$(free_port) PLACEMENTD_NODE2_PORT=$(free_port) PLACEMENTD_NODE3_PORT=$(free_port)
   compose() { "$root/cluster/e2e/compose.sh" "$@"; }
   trap 'compose down -v -t 0 >/dev/null 2>&1 || true; cleanup' EXIT

@@ -59,7 +59,8 @@ func startKeystone(t *testing.T) *ksEnv {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Minutes on a loaded machine (a cold Keystone's first calls).
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "testdata/keystone/setup.sh", dir, fmt.Sprint(port))
 	start := time.Now()

@@ -91,7 +91,9 @@ def call(method, path, body=None, token=None, want=(200, 201, 204)):
     if token:
         req.add_header("X-Auth-Token", token)
     try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
+        # Generous: on a machine loaded by two CI runs a cold Keystone took
+        # over 30 s for its first token.
+        with urllib.request.urlopen(req, timeout=150) as resp:
             data = resp.read()
             return resp.status, resp.headers, json.loads(data) if data else None
     except urllib.error.HTTPError as e:

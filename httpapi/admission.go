@@ -12,14 +12,18 @@ import (
 // Admission: the requests that cost a node the most take a share of a
 // bounded capacity while they run: decoding a request body takes its size
 // (at least MinBodyWeight) out of Config.MaxBodyDecodeBytes, searching
-// allocation candidates one of Config.MaxCandidateSearches, and sending
-// their answer its size out of Config.MaxAnswerBytes. A request that does
+// allocation candidates one of Config.MaxCandidateSearches and, as it
+// grows, the memory it estimates its answer holds out of
+// Config.MaxAnswerBytes (candidates.Budget), of which the rendered
+// answer keeps its size until it is sent. A request that does
 // not fit waits at most Config.AdmissionWait, then is answered 503
 // placement.server.busy with Retry-After, and counted by
 // Observer.RequestAborted with reason AbortBusy. The share is held only
 // while the body is decoded and validated (not while it arrives: a slow
 // client holds none), or while the search runs and its answer is
-// rendered; the answer's bytes are held until it is written or its
+// rendered (a search that finds no more memory as it grows stops at once,
+// 503 busy: waiting while holding memory could leave every search waiting
+// on the others); the answer's bytes are held until it is written or its
 // client is gone (a client that does not read is cut at the server's
 // write timeout), so that clients that never read cannot make the node
 // hold their answers without bound. On a follower, a body the cluster
@@ -73,7 +77,7 @@ func (s *Server) refuseBusy(w http.ResponseWriter, r *http.Request, kind string)
 		"route", info.route, "request_id", info.id)
 	w.Header().Set("Retry-After", "1")
 	what := map[string]string{AdmitBody: "request bodies being decoded", AdmitSearch: "allocation candidate searches",
-		AdmitAnswer:  "allocation candidate answers being sent",
+		AdmitAnswer:  "allocation candidate searches and unsent answers",
 		AdmitForward: "request bodies being decoded or forwarded"}[kind]
 	writeError(w, r, http.StatusServiceUnavailable,
 		fmt.Sprintf("The server is busy: too many %s at once. Retry shortly.", what), CodeServerBusy)

@@ -331,6 +331,11 @@ func (s *Server) candidateOptions() candidates.Options {
 		MaxCandidates: s.cfg.MaxAllocationCandidates,
 		MaxBytes:      s.cfg.CandidatesMaxBytes,
 	}
+	// A search alone may take the whole of MaxAnswerBytes, no more: past
+	// it, it is too large (503 placement.query.too_large), not busy.
+	if b := s.cfg.MaxAnswerBytes; b > 0 && (opt.MaxBytes <= 0 || opt.MaxBytes > b) {
+		opt.MaxBytes = b
+	}
 	if s.cfg.AllocationCandidatesStrategy == "breadth-first" {
 		opt.Strategy = candidates.BreadthFirst
 	}
@@ -350,14 +355,30 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	if !ok {
 		return
 	}
-	var res *candidates.Result
-	var err error
-	searched := s.candidatesTimer()
-	read := s.read(w, r, func(st *state.Store) { res, err = candidates.Search(r.Context(), st, req, s.candidateOptions()) })
-	if !read || err != nil {
-		release()
+	defer release() // twice is harmless: the slot goes back before the answer is written
+	st, ok := s.version(w, r)
+	if !ok {
+		return
 	}
-	if !read || (err != nil && s.aborted(w, r, err)) {
+	// The search's memory, and then its answer's until it is sent, come
+	// out of Config.MaxAnswerBytes: the first share is waited for (as a
+	// slot is), the rest taken as the search grows (candidates.Budget).
+	if !s.answerBytes.Take(r.Context(), candidates.BudgetChunk) {
+		s.refuseBusy(w, r, AdmitAnswer)
+		return
+	}
+	if s.onAdmitted != nil {
+		s.onAdmitted(AdmitAnswer)
+	}
+	opt := s.candidateOptions()
+	opt.Budget, opt.Taken = s.answerBytes, candidates.BudgetChunk
+	searched := s.candidatesTimer()
+	res, err := candidates.Search(r.Context(), st, req, opt)
+	if err == candidates.ErrBusy {
+		s.refuseBusy(w, r, AdmitAnswer)
+		return
+	}
+	if err != nil && s.aborted(w, r, err) {
 		return
 	}
 	if err != nil {
@@ -373,24 +394,28 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	buf := responseBuffers.Get().(*[]byte)
 	body := candidatesJSON((*buf)[:0], versionOf(r), req, res)
 	// The answer is rendered: what remains is writing it. The search's
-	// memory goes back for the next ones; the answer's bytes are held
-	// until written (its room is taken before the search slot is given
-	// back, so at most one answer per slot waits for room).
+	// memory goes back for the next searches, and of its share of the
+	// budget only the answer's bytes stay held until they are written
+	// (or the client is gone: a client that does not read is cut at the
+	// server's write timeout).
+	taken := res.Taken
 	res.Release()
-	sent, ok := s.admit(w, r, s.answerBytes, AdmitAnswer, int64(len(body)))
 	release()
-	if !ok {
-		return
+	if size := int64(cap(body)); size < taken {
+		s.answerBytes.Give(taken - size)
+		taken = size
 	}
-	defer sent()
+	defer s.answerBytes.Give(taken)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
 	// Answers of a few hundred kilobytes are common; keeping their buffers
 	// spares the allocation and the garbage collector's work on every
-	// request. Very large ones are left to the collector.
-	if cap(body) <= 4<<20 {
+	// request. Larger ones are left to the collector: a pool of buffers
+	// of several MiB, one per handler that rendered one, held hundreds of
+	// MiB under 100 clients that never read their answers.
+	if cap(body) <= 1<<20 {
 		*buf = body
 		responseBuffers.Put(buf)
 	}

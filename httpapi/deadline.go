@@ -16,14 +16,17 @@ import (
 // (Config.RequestTimeout) and ends when its client goes away: both are its
 // context, which the read barrier, a write waiting for a leader and the
 // allocation-candidates search watch. A search also stops when its answer
-// would take more memory than Config.CandidatesMaxBytes. A request
+// would take more memory than Config.CandidatesMaxBytes (or than
+// Config.MaxAnswerBytes, which the searches running at once share: see
+// admission.go). A request
 // stopped so is answered 503 in Placement's error format (the code says
 // which bound), counted by Observer.RequestAborted and logged with the
 // shape of its query.
 const (
 	DefaultRequestTimeout          = 30 * time.Second
 	DefaultMaxAllocationCandidates = 10000
-	DefaultCandidatesMaxBytes      = 256 << 20
+	// As DefaultMaxAnswerBytes, which bounds a search alone anyway.
+	DefaultCandidatesMaxBytes = 128 << 20
 
 	// CodeRequestTimeout: the request passed its deadline.
 	CodeRequestTimeout = "placement.request.timeout"

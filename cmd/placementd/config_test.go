@@ -124,7 +124,7 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 func TestCandidateFlags(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c := serveFlags(fs)
-	if c.candidates != (candidateFlags{max: 10000, strategy: "depth-first", memoryMB: 256}) || c.requestTimeout != 30*time.Second {
+	if c.candidates != (candidateFlags{max: 10000, strategy: "depth-first", memoryMB: 128}) || c.requestTimeout != 30*time.Second {
 		t.Fatalf("default candidate flags: %+v, request timeout %s", c.candidates, c.requestTimeout)
 	}
 	if err := configure(fs, []string{"--max-allocation-candidates", "1000", "--allocation-candidates-generation-strategy", "breadth-first", "--randomize-allocation-candidates",

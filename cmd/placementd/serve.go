@@ -147,7 +147,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.BoolVar(&c.candidates.randomize, "randomize-allocation-candidates", false, "return a random sample of the allocation candidates instead of the first ones in a fixed order, as upstream's [placement] randomize_allocation_candidates")
 	fs.IntVar(&c.candidates.max, "max-allocation-candidates", httpapi.DefaultMaxAllocationCandidates, "bound on the candidates an allocation-candidates search generates before limit applies (-1: no bound), as upstream's [placement] max_allocation_candidates (whose default is -1)")
 	fs.StringVar(&c.candidates.strategy, "allocation-candidates-generation-strategy", "depth-first", "order in which candidates are generated when bounded: depth-first or breadth-first, as upstream's [placement] allocation_candidates_generation_strategy")
-	fs.Int64Var(&c.candidates.memoryMB, "allocation-candidates-memory-mb", httpapi.DefaultCandidatesMaxBytes>>20, "bound, in MiB, on the memory one allocation-candidates answer may take while it is built (estimated from its candidates); a request over it is answered 503 placement.query.too_large (-1: no bound)")
+	fs.Int64Var(&c.candidates.memoryMB, "allocation-candidates-memory-mb", httpapi.DefaultCandidatesMaxBytes>>20, "bound, in MiB, on the memory one allocation-candidates answer may take while it is built (estimated from its candidates), and at most --max-answer-mb; a request over it is answered 503 placement.query.too_large (-1: no bound)")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "deadline of every API request: past it, reads and searches stop and the request is answered 503 placement.request.timeout")
 	c.cluster.register(fs)
 	c.security.register(fs)

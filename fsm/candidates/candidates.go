@@ -2,6 +2,7 @@ package candidates
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -77,7 +78,35 @@ type Options struct {
 	// and sent (an estimate: see cellBytes); a search that would need
 	// more stops with a *LimitError. 0 or less means no bound.
 	MaxBytes int64
+	// Budget, when set, is memory shared with the other searches running
+	// at once (and with their answers until they are sent): the search
+	// takes what it estimates it holds from it as it grows, in chunks of
+	// at least BudgetChunk, and stops with ErrBusy when the budget has no
+	// more. A successful search leaves what it took in Result.Taken for
+	// the caller to give back once the answer is sent; a failed one gives
+	// it back itself.
+	Budget Budget
+	// Taken is what the caller already took from Budget for this search
+	// (its first share, for which it may wait), counted as the search's.
+	Taken int64
 }
+
+// Budget is memory shared by concurrent searches (httpguard.Admission
+// over the node's --max-answer-mb).
+type Budget interface {
+	// TryTake takes n bytes if they are free, without waiting.
+	TryTake(n int64) bool
+	// Give returns n bytes taken before.
+	Give(n int64)
+}
+
+// BudgetChunk is the least a search takes from Options.Budget at a time,
+// so that a search's growth costs few calls on the shared budget.
+const BudgetChunk = 256 << 10
+
+// ErrBusy: Options.Budget had no room for the search to go on (other
+// searches and unsent answers hold it); the search may succeed later.
+var ErrBusy = errors.New("the memory for allocation candidate searches is taken by other searches")
 
 // Candidate is one allocation request.
 type Candidate struct {
@@ -126,6 +155,9 @@ type Result struct {
 	// Steps is the work the search did: anchors, options and combinations
 	// looked at (for tests and the log, not part of the answer).
 	Steps int64
+	// Taken is what the search took from Options.Budget: the caller
+	// gives it back once the answer is sent (or dropped).
+	Taken int64
 
 	mem *answerMem // what Candidates and Summaries are cut from
 }
@@ -170,7 +202,7 @@ func (e *NameError) Error() string {
 // upstream never reaches, because an earlier group already matched
 // nothing, yields an empty result instead); ctx's error when ctx ended
 // before the search did; a *LimitError when the answer would exceed
-// opt.MaxBytes.
+// opt.MaxBytes; ErrBusy when opt.Budget ran out.
 func Search(ctx context.Context, st *state.Store, req *Request, opt Options) (*Result, error) {
 	s := newSearch(ctx, st, req, opt)
 	empty, err := s.checkNames()
@@ -178,19 +210,20 @@ func Search(ctx context.Context, st *state.Store, req *Request, opt Options) (*R
 		err = s.err
 	}
 	if err != nil {
-		s.mem.release()
+		s.giveBack()
 		return nil, err
 	}
 	if empty {
-		s.mem.release()
+		s.giveBack()
 		return &Result{Steps: s.steps}, nil
 	}
 	res := s.run()
 	if s.err != nil {
-		s.mem.release()
+		s.giveBack()
 		return nil, s.err
 	}
 	res.Steps = s.steps
+	res.Taken = s.taken
 	res.mem = s.mem
 	return res, nil
 }

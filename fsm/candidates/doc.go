@@ -34,7 +34,9 @@
 //
 // Every search is bounded: it stops when its context ends (the request's
 // deadline, or its client going away) and when the answer it builds would
-// hold more than Options.MaxBytes; Search then returns the reason.
+// hold more than Options.MaxBytes, or than what Options.Budget (memory
+// shared with the searches beside it) has left; Search then returns the
+// reason.
 //
 // Like fsm/state, it must not import hashicorp/raft, net/http,
 // gorilla/mux, cluster or httpapi: it is domain logic over one version of

@@ -381,6 +381,72 @@ func TestMemoryBound(t *testing.T) {
 	}
 }
 
+// testBudget is a candidates.Budget of a fixed size that records its
+// largest use.
+type testBudget struct {
+	size, used, peak int64
+}
+
+func (b *testBudget) TryTake(n int64) bool {
+	if b.used+n > b.size {
+		return false
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	return true
+}
+
+func (b *testBudget) Give(n int64) {
+	b.used -= n
+	if b.used < 0 {
+		panic("more given back than taken")
+	}
+}
+
+// A search takes its memory from the budget it shares with the searches
+// beside it as it grows: when the budget runs out it stops with ErrBusy
+// and gives everything back (the caller's first share too); when it
+// succeeds, what it took covers its estimate and is the caller's to give
+// back.
+func TestSharedBudget(t *testing.T) {
+	b := newBuilder(t)
+	deviceHost(t, b, "cn", 12, "VCPU")
+	req := &candidates.Request{Groups: unitGroups(8, "VCPU"), Isolate: true, NestedAware: true}
+	opt := candidates.Options{MaxCandidates: 10000, MaxBytes: 64 << 20}
+
+	// Others hold all but 2 MiB of a 16 MiB budget: the search (about
+	// 32 MiB alone) stops, and gives back its first share as well.
+	shared := &testBudget{size: 16 << 20, used: 14 << 20}
+	shared.used += candidates.BudgetChunk
+	opt.Budget, opt.Taken = shared, candidates.BudgetChunk
+	if _, err := candidates.Search(context.Background(), b.st, req, opt); !errors.Is(err, candidates.ErrBusy) {
+		t.Fatalf("error %v, want ErrBusy", err)
+	}
+	if shared.used != 14<<20 || shared.peak != 16<<20 {
+		t.Fatalf("after the busy search: %d bytes in use (want the others' %d), peak %d (want the whole budget)",
+			shared.used, 14<<20, shared.peak)
+	}
+
+	// Alone in a budget as large as its bound, it succeeds and hands over
+	// what it took: at least its estimate, within a chunk of it.
+	shared = &testBudget{size: 64 << 20}
+	opt.Budget, opt.Taken = shared, 0
+	r := search(t, b.st, req, opt)
+	estimate := int64(len(r.Candidates) * 8 * candidates.CellBytes)
+	if len(r.Candidates) != 10000 || r.Taken != shared.used || r.Taken < estimate || r.Taken > estimate+candidates.BudgetChunk {
+		t.Fatalf("%d candidates: took %d bytes, %d in use, estimate %d", len(r.Candidates), r.Taken, shared.used, estimate)
+	}
+
+	// A budget smaller than the search's own bound: the bound is the
+	// caller's to lower (httpapi does); an empty answer takes nothing.
+	shared = &testBudget{size: 1 << 20}
+	opt.Budget = shared
+	empty := &candidates.Request{Groups: []candidates.Group{{Resources: res("VCPU", 1000)}}, NestedAware: true}
+	if r := search(t, b.st, empty, opt); len(r.Candidates) != 0 || r.Taken != 0 || shared.used != 0 {
+		t.Fatalf("an empty answer: %d candidates, took %d, %d in use", len(r.Candidates), r.Taken, shared.used)
+	}
+}
+
 // The estimate the memory bound counts with covers what the search
 // allocates for its answer, with 150 bytes a level left for the JSON body
 // (httpapi checks that it fits).

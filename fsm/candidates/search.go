@@ -65,8 +65,10 @@ type search struct {
 	// steps counts the work done (see tick); nextCheck is when ctx is
 	// looked at next.
 	steps, nextCheck int64
-	// held estimates the bytes the answer being built holds (see hold).
-	held int64
+	// held estimates the bytes the answer being built holds (see hold);
+	// taken is what the search took from Options.Budget for it (at
+	// least held: held may go back down, taken does not).
+	held, taken int64
 	// err is why the search stopped early (the context's error or a
 	// *LimitError); once set, every loop winds down and Search returns it.
 	err error
@@ -116,7 +118,28 @@ func (s *search) hold(n int64) bool {
 	if m := s.opt.MaxBytes; m > 0 && s.held > m && s.err == nil {
 		s.err = &LimitError{MaxBytes: m}
 	}
+	if b := s.opt.Budget; b != nil && s.held > s.taken && s.err == nil {
+		chunk := max(s.held-s.taken, BudgetChunk)
+		if m := s.opt.MaxBytes; m > 0 {
+			chunk = min(chunk, m-s.taken) // held <= m: still enough
+		}
+		if !b.TryTake(chunk) {
+			s.err = ErrBusy
+		} else {
+			s.taken += chunk
+		}
+	}
 	return s.err == nil
+}
+
+// giveBack ends a search that returns no result: its memory goes back to
+// the next searches and what it took to Options.Budget.
+func (s *search) giveBack() {
+	s.mem.release()
+	if s.taken > 0 {
+		s.opt.Budget.Give(s.taken)
+		s.taken = 0
+	}
 }
 
 func newSearch(ctx context.Context, st *state.Store, req *Request, opt Options) *search {
@@ -129,6 +152,7 @@ func newSearch(ctx context.Context, st *state.Store, req *Request, opt Options) 
 		rootFilter: len(req.RootRequired) > 0 || len(req.RootForbidden) > 0,
 		groupEmpty: map[int]bool{},
 		mem:        newAnswerMem(),
+		taken:      opt.Taken,
 	}
 	bySuffix := map[string]int{}
 	for i := range req.Groups {

@@ -38,20 +38,28 @@ func (a *Admission) Acquire(ctx context.Context, weight int64) (release func(), 
 		return func() {}, true
 	}
 	weight = min(max(weight, 1), a.capacity)
+	if !a.Take(ctx, weight) {
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { a.Give(weight) }) }, true
+}
+
+// Take takes weight, waiting as Acquire does (but weight is not capped
+// at the capacity: more than it never fits); Give returns it.
+func (a *Admission) Take(ctx context.Context, weight int64) bool {
+	if a == nil || a.capacity <= 0 {
+		return true
+	}
 	var timeout <-chan time.Time
 	for {
-		a.mu.Lock()
-		if a.used+weight <= a.capacity {
-			a.used += weight
-			a.mu.Unlock()
-			var once sync.Once
-			return func() { once.Do(func() { a.release(weight) }) }, true
+		freed, ok := a.tryTake(weight)
+		if ok {
+			return true
 		}
-		freed := a.freed
-		a.mu.Unlock()
 		if timeout == nil {
 			if a.wait <= 0 {
-				return nil, false
+				return false
 			}
 			t := time.NewTimer(a.wait)
 			defer t.Stop()
@@ -60,14 +68,41 @@ func (a *Admission) Acquire(ctx context.Context, weight int64) (release func(), 
 		select {
 		case <-freed:
 		case <-timeout:
-			return nil, false
+			return false
 		case <-ctx.Done():
-			return nil, false
+			return false
 		}
 	}
 }
 
-func (a *Admission) release(weight int64) {
+// TryTake takes weight if it fits now, without waiting (a search growing
+// its share: waiting while holding a share could leave every search
+// waiting on the others).
+func (a *Admission) TryTake(weight int64) bool {
+	if a == nil || a.capacity <= 0 {
+		return true
+	}
+	_, ok := a.tryTake(weight)
+	return ok
+}
+
+// tryTake takes weight if it fits; if not, it returns the channel closed
+// when capacity is next given back.
+func (a *Admission) tryTake(weight int64) (freed <-chan struct{}, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.used+weight <= a.capacity {
+		a.used += weight
+		return nil, true
+	}
+	return a.freed, false
+}
+
+// Give returns weight taken by Take or TryTake.
+func (a *Admission) Give(weight int64) {
+	if a == nil || a.capacity <= 0 || weight == 0 {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.used -= weight

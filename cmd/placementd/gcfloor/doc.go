@@ -3,7 +3,8 @@
 // would otherwise come every few megabytes of request garbage, each
 // re-marking the whole state, and make the slowest requests; Run raises
 // GOGC so the heap may grow by a floor between collections, and lowers it
-// for large states. `placementd serve` runs it (--gc-heap-floor-mb,
+// for large states; a soft memory limit set with it makes that growth a
+// bound even when the tuning runs late. `placementd serve` runs it (--gc-heap-floor-mb,
 // DefaultFloorMB); the benchmarks in bench/ run it too, so that they
 // measure the process as it is served.
 //

@@ -2,7 +2,10 @@ package gcfloor
 
 import (
 	"context"
+	"log/slog"
+	"math"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,5 +64,41 @@ func TestAfterEachGC(t *testing.T) {
 	}
 	if got := calls.Load(); got > atCancel+1 {
 		t.Errorf("the hook ran %d more times after its context ended", got-atCancel)
+	}
+}
+
+func TestLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, floor uint64
+		want        int64
+	}{
+		{0, 256 * mib, (256 + 64) * mib},                 // an empty heap may grow by the floor
+		{20 * mib, 256 * mib, (20 + 256 + 64) * mib},     // a small one too
+		{1024 * mib, 256 * mib, (1024 + 512 + 64) * mib}, // a large one by half itself, as GOGC 50
+	} {
+		if got := Limit(c.live, c.floor); got != c.want {
+			t.Errorf("Limit(%d MiB, %d MiB) = %d MiB, want %d MiB", c.live/mib, c.floor/mib, got/mib, c.want/mib)
+		}
+	}
+}
+
+// adjust sets the memory limit with GOGC, from the live heap: a GOGC
+// left high for a smaller heap can no longer let the heap run past it.
+func TestAdjustSetsTheLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const floor = 8 << 20
+	tuner := &gcTuner{floor: floor, log: slog.New(slog.DiscardHandler), current: 100}
+	runtime.GC()
+	tuner.adjust()
+	limit := debug.SetMemoryLimit(-1)
+	if limit == math.MaxInt64 {
+		t.Fatal("no memory limit set")
+	}
+	// The live heap of this test binary is a few MiB: the limit is its
+	// live heap, the floor and the slack.
+	if low, high := int64(floor+LimitSlack), int64(floor+LimitSlack+64<<20); limit < low || limit > high {
+		t.Fatalf("limit %d MiB, want between %d and %d MiB", limit>>20, low>>20, high>>20)
 	}
 }

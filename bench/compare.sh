@@ -8,7 +8,9 @@
 # table with ratios to upstream. The workload starts with upstream's
 # performance-gate shape (loadgen's gate phase: 99 claims, then ab -c 10
 # -n 500 of its allocation-candidates query) on the fleet as set up, as
-# upstream's gate job runs it; the other phases follow.
+# upstream's gate job runs it, once over kept-alive connections and once
+# with a new connection per request (ab without -k, gate-new-conn); the
+# other phases follow.
 #
 # Settings (environment): NODES (1000), CLIENTS (8, Nova's schedulers),
 # DURATION per phase (20s), NUMA (false), LIMIT (50), TARGETS (upstream,
@@ -30,8 +32,8 @@ DURATION=${DURATION:-20s}
 NUMA=${NUMA:-false}
 LIMIT=${LIMIT:-50}
 TARGETS=${TARGETS:-upstream placementd-1 placementd-1-random placementd-3-leader placementd-3-leader-random placementd-3 placementd-3-random placementd-3-follower-random}
-PHASES=${PHASES:-gate,scheduler,put,put-paced,post,usages,delete}
-OFF_PHASES=${OFF_PHASES:-gate,scheduler}
+PHASES=${PHASES:-gate,gate-new-conn,scheduler,put,put-paced,post,usages,delete}
+OFF_PHASES=${OFF_PHASES:-gate,gate-new-conn,scheduler}
 GO=${GO:-go}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/bench-compare.XXXXXX)

@@ -25,7 +25,9 @@
 //     it (status, and length against the first answer's; only that first
 //     answer, fetched before the round, is decoded); three rounds, the
 //     round of median rate reported (GateRounds). The default workload
-//     runs it first, on the fleet as set up, as upstream's gate job does.
+//     runs it first, on the fleet as set up, as upstream's gate job does;
+//   - gate-new-conn: the gate's rounds again with a new connection for
+//     every request, as ab without -k (upstream's gate) sends them;
 //     (After the other phases have spread tens of thousands of allocations
 //     over the fleet, placementd's answer reads providers scattered in
 //     memory and costs a fifth to a third more CPU; restarted on the same

@@ -26,12 +26,16 @@ const (
 	PhaseUsages    = "usages"
 	PhaseDelete    = "delete"
 	PhaseGate      = "gate"
+	// PhaseGateNewConn is the gate with a new connection per request, as
+	// ab runs it without -k (upstream's gate job does): the cost of the
+	// TCP handshake and of a new connection on the server counts too.
+	PhaseGateNewConn = "gate-new-conn"
 )
 
 // AllPhases is the default workload.
 // The gate comes first: upstream's gate job measures a fleet just set up
 // (and its GateClaims allocations), not one that other phases have filled.
-var AllPhases = []string{PhaseGate, PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete}
+var AllPhases = []string{PhaseGate, PhaseGateNewConn, PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete}
 
 // The gate phase's shape: upstream's AB_CONCURRENT and AB_COUNT. The gate
 // runs GateRounds times and reports the round of median rate: 500
@@ -159,7 +163,7 @@ func (c *Config) defaults() error {
 	}
 	for _, p := range c.Phases {
 		switch p {
-		case PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete, PhaseGate:
+		case PhaseScheduler, PhasePut, PhasePutPaced, PhasePost, PhaseUsages, PhaseDelete, PhaseGate, PhaseGateNewConn:
 		default:
 			return fmt.Errorf("loadgen: unknown phase %q", p)
 		}
@@ -268,8 +272,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	fmt.Fprintf(cfg.Log, "%s: %s\n", cfg.Label, phaseLine(setup))
 	for _, name := range cfg.Phases {
 		var p Phase
-		if name == PhaseGate {
-			p = r.gateRounds(ctx)
+		if name == PhaseGate || name == PhaseGateNewConn {
+			p = r.gateRounds(ctx, name)
 		} else {
 			p = r.phase(ctx, name)
 		}
@@ -764,9 +768,10 @@ func (r *run) gateQuery() string {
 		"&required=" + benchTrait
 }
 
-// gateRounds runs the gate GateRounds times and returns the round of
-// median rate, with every round's failures and errors counted in it.
-func (r *run) gateRounds(ctx context.Context) Phase {
+// gateRounds runs the gate (phase PhaseGate or PhaseGateNewConn)
+// GateRounds times and returns the round of median rate, with every
+// round's failures and errors counted in it.
+func (r *run) gateRounds(ctx context.Context, phase string) Phase {
 	var claims counts
 	if !r.gateClaimed {
 		r.gateClaimed = true
@@ -774,7 +779,7 @@ func (r *run) gateRounds(ctx context.Context) Phase {
 	}
 	rounds := make([]Phase, 0, GateRounds)
 	for i := 0; i < GateRounds && (i == 0 || ctx.Err() == nil); i++ {
-		rounds = append(rounds, r.gate(ctx))
+		rounds = append(rounds, r.gate(ctx, phase))
 	}
 	sort.SliceStable(rounds, func(i, j int) bool { return rounds[i].PerSec < rounds[j].PerSec })
 	median := rounds[len(rounds)/2]
@@ -838,7 +843,9 @@ func (r *run) gateClaims(ctx context.Context) counts {
 // round and not counted, is decoded for the candidates it holds. The
 // generator shares the machine with the server, and decoding 500 answers
 // of 200 candidates would take cores the server's gate figure needs.
-func (r *run) gate(ctx context.Context) Phase {
+// PhaseGateNewConn opens a new connection for every request, as ab
+// without -k does.
+func (r *run) gate(ctx context.Context, phase string) Phase {
 	var (
 		mu    sync.Mutex
 		total counts
@@ -850,17 +857,23 @@ func (r *run) gate(ctx context.Context) Phase {
 	ac, err := first.getCandidates(ctx, "", r.gateQuery())
 	if err != nil {
 		total.fail("GET /allocation_candidates (gate, first answer): " + err.Error())
-		return makePhase(PhaseGate, 0, total, rec)
+		return makePhase(phase, 0, total, rec)
 	}
 	total.answer = len(ac.AllocationRequests)
 	wantLen := ac.size
+	hc := r.http
+	if phase == PhaseGateNewConn {
+		hc = &http.Client{Timeout: r.cfg.Timeout, Transport: &http.Transport{
+			Proxy: nil, DisableKeepAlives: true, DisableCompression: true}}
+		defer hc.CloseIdleConnections()
+	}
 	cpu0, cpuOK := treeCPU(r.cfg.ServerPIDs)
 	start := time.Now()
 	for i := 0; i < GateClients; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &client{http: r.http, base: r.cfg.Endpoints[i%len(r.cfg.Endpoints)], token: r.cfg.Token,
+			c := &client{http: hc, base: r.cfg.Endpoints[i%len(r.cfg.Endpoints)], token: r.cfg.Token,
 				version: "latest", recorder: newRecorder(), body: new(bytes.Buffer)}
 			var n counts
 			for ctx.Err() == nil {
@@ -889,7 +902,7 @@ func (r *run) gate(ctx context.Context) Phase {
 		}()
 	}
 	wg.Wait()
-	p := makePhase(PhaseGate, time.Since(start), total, rec)
+	p := makePhase(phase, time.Since(start), total, rec)
 	if cpu1, ok := treeCPU(r.cfg.ServerPIDs); ok && cpuOK {
 		p.ServerCPU = (cpu1 - cpu0).Seconds()
 	}

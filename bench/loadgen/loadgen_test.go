@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -101,9 +102,12 @@ func TestRunScarceCapacity(t *testing.T) {
 			if del.Ops == 0 || del.Ops > made/2 {
 				t.Errorf("deleted %d of %d", del.Ops, made)
 			}
-			// The gate's 500 queries, whatever Clients and MaxOps say.
-			if gate.Ops != GateRequests || gate.Latency[KindGate].Count != GateRequests {
-				t.Errorf("gate: %+v", gate)
+			// The gate's 500 queries, whatever Clients and MaxOps say,
+			// over kept-alive connections and over new ones.
+			for _, g := range []*Phase{gate, rep.Phase(PhaseGateNewConn)} {
+				if g.Ops != GateRequests || g.Latency[KindGate].Count != GateRequests {
+					t.Errorf("%s: %+v", g.Name, g)
+				}
 			}
 			v := rep.Verify
 			if !v.OK || v.Claims != made-del.Ops || v.Deleted != del.Ops {
@@ -276,11 +280,45 @@ func TestGateCountsLengthChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.aggs = []string{"agg"}
-	p := r.gate(context.Background())
+	p := r.gate(context.Background(), PhaseGate)
 	if p.Answer != 2 || p.Ops != GateRequests-1 || p.Errors != 1 || !strings.Contains(p.FirstError, "the first had") {
 		t.Errorf("gate: answer %d, ops %d, errors %d (%q)", p.Answer, p.Ops, p.Errors, p.FirstError)
 	}
 	if n := served.Load(); n != GateRequests+1 {
 		t.Errorf("served %d queries, want %d (the first answer and the gate's)", n, GateRequests+1)
+	}
+}
+
+// TestGateNewConn: gate-new-conn sends every query on a connection of its
+// own, as ab without -k; the gate keeps its connections alive.
+func TestGateNewConn(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		io.WriteString(w, `{"allocation_requests": [], "provider_summaries": {}}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	r, err := newRun(Config{Endpoints: []string{srv.URL}, Nodes: 1, Aggregates: 1, Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.aggs = []string{"agg"}
+	for _, c := range []struct {
+		phase    string
+		min, max int64
+	}{{PhaseGate, 1, GateClients + 1}, {PhaseGateNewConn, GateRequests, GateRequests + 1}} {
+		conns.Store(0)
+		p := r.gate(context.Background(), c.phase)
+		if p.Name != c.phase || p.Ops != GateRequests || p.Errors != 0 {
+			t.Errorf("%s: %+v", c.phase, p)
+		}
+		if n := conns.Load(); n < c.min || n > c.max {
+			t.Errorf("%s: %d connections for %d queries, want %d to %d", c.phase, n, GateRequests, c.min, c.max)
+		}
 	}
 }

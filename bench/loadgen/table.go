@@ -109,6 +109,10 @@ var tableRows = []row{
 		return float64(answerOf(p)), p != nil
 	}},
 	{"  server CPU ms per gate GET", lowerBetter, cpuPerOp(PhaseGate)},
+	{"the gate, a new connection per GET (ab without -k) GETs/s", higherBetter, rate(PhaseGateNewConn)},
+	{"  gate GET p50 ms", lowerBetter, latency(PhaseGateNewConn, KindGate, p50)},
+	{"  gate GET p99 ms", lowerBetter, latency(PhaseGateNewConn, KindGate, p99)},
+	{"  server CPU ms per gate GET", lowerBetter, cpuPerOp(PhaseGateNewConn)},
 }
 
 func answerOf(p *Phase) int {

@@ -296,9 +296,11 @@ func newRun(cfg Config) (*run, error) {
 	r.http = &http.Client{
 		Timeout: cfg.Timeout,
 		Transport: &http.Transport{
-			Proxy:               nil,
-			MaxIdleConns:        0,
-			MaxIdleConnsPerHost: cfg.Clients + 8,
+			Proxy:        nil,
+			MaxIdleConns: 0,
+			// The gate's clients too, or its kept-alive connections
+			// would be closed and opened again.
+			MaxIdleConnsPerHost: max(cfg.Clients, GateClients) + 8,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
 		},

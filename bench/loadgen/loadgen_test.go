@@ -311,7 +311,12 @@ func TestGateNewConn(t *testing.T) {
 	for _, c := range []struct {
 		phase    string
 		min, max int64
-	}{{PhaseGate, 1, GateClients + 1}, {PhaseGateNewConn, GateRequests, GateRequests + 1}} {
+	}{
+		// Kept alive: about one per client (a loaded machine may make the
+		// transport open a few more while one is being returned).
+		{PhaseGate, 1, 5 * GateClients},
+		{PhaseGateNewConn, GateRequests, GateRequests + 1},
+	} {
 		conns.Store(0)
 		p := r.gate(context.Background(), c.phase)
 		if p.Name != c.phase || p.Ops != GateRequests || p.Errors != 0 {

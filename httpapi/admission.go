@@ -56,14 +56,23 @@ const (
 // returns false.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, slots *httpguard.Admission, kind string, weight int64) (release func(), ok bool) {
 	release, ok = slots.Acquire(r.Context(), weight)
+	if !s.admitted(w, r, kind, ok) {
+		return nil, false
+	}
+	return release, true
+}
+
+// admitted answers 503 for a request of kind that got no share (ok
+// false), or tells the tests' hook of the share it got.
+func (s *Server) admitted(w http.ResponseWriter, r *http.Request, kind string, ok bool) bool {
 	if !ok {
 		s.refuseBusy(w, r, kind)
-		return nil, false
+		return false
 	}
 	if s.onAdmitted != nil {
 		s.onAdmitted(kind)
 	}
-	return release, true
+	return true
 }
 
 // refuseBusy answers 503 placement.server.busy with Retry-After for a

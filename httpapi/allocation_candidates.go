@@ -363,21 +363,13 @@ func (s *Server) listAllocationCandidates(w http.ResponseWriter, r *http.Request
 	// The search's memory, and then its answer's until it is sent, come
 	// out of Config.MaxAnswerBytes: the first share is waited for (as a
 	// slot is), the rest taken as the search grows (candidates.Budget).
-	if !s.answerBytes.Take(r.Context(), candidates.BudgetChunk) {
-		s.refuseBusy(w, r, AdmitAnswer)
+	if !s.admitted(w, r, AdmitAnswer, s.answerBytes.Take(r.Context(), candidates.BudgetChunk)) {
 		return
-	}
-	if s.onAdmitted != nil {
-		s.onAdmitted(AdmitAnswer)
 	}
 	opt := s.candidateOptions()
 	opt.Budget, opt.Taken = s.answerBytes, candidates.BudgetChunk
 	searched := s.candidatesTimer()
 	res, err := candidates.Search(r.Context(), st, req, opt)
-	if err == candidates.ErrBusy {
-		s.refuseBusy(w, r, AdmitAnswer)
-		return
-	}
 	if err != nil && s.aborted(w, r, err) {
 		return
 	}

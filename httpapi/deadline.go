@@ -51,12 +51,17 @@ func (s *Server) withDeadline(next http.Handler) http.Handler {
 	})
 }
 
-// aborted answers a request that its deadline, its client going away or
-// a search bound stopped, and reports whether err was one of those.
+// aborted answers a request that its deadline, its client going away, a
+// search bound or the searches' shared memory (503 busy) stopped, and
+// reports whether err was one of those.
 func (s *Server) aborted(w http.ResponseWriter, r *http.Request, err error) bool {
 	var reason, detail, code string
 	var tooLarge *candidates.LimitError
 	switch {
+	case errors.Is(err, candidates.ErrBusy):
+		// The searches' shared memory ran out (admission.go).
+		s.refuseBusy(w, r, AdmitAnswer)
+		return true
 	case errors.As(err, &tooLarge):
 		reason, code, detail = AbortTooLarge, CodeQueryTooLarge, tooLarge.Error()
 	case errors.Is(err, context.DeadlineExceeded):

@@ -211,14 +211,22 @@ func flagGroup(name string) int {
 	return len(flagGroups)
 }
 
-// printFlags writes fs's flags by group, each with its environment
-// variable and default.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+// flagSection is one group of flags (flagGroups) as help shows it.
+type flagSection struct {
+	title string
+	flags []*flag.Flag
+}
+
+// flagSections are fs's flags by group, in flagGroups' order and then
+// "Other", leaving out empty groups: what --help and the guide's table
+// (flagTable) list.
+func flagSections(fs *flag.FlagSet) []flagSection {
 	groups := make([][]*flag.Flag, len(flagGroups)+1)
 	fs.VisitAll(func(f *flag.Flag) {
 		g := flagGroup(f.Name)
 		groups[g] = append(groups[g], f)
 	})
+	var out []flagSection
 	for i, flags := range groups {
 		if len(flags) == 0 {
 			continue
@@ -227,8 +235,17 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		if i < len(flagGroups) {
 			title = flagGroups[i].title
 		}
-		fmt.Fprintf(w, "\n%s:\n", title)
-		for _, f := range flags {
+		out = append(out, flagSection{title, flags})
+	}
+	return out
+}
+
+// printFlags writes fs's flags by group, each with its environment
+// variable and default.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	for _, sec := range flagSections(fs) {
+		fmt.Fprintf(w, "\n%s:\n", sec.title)
+		for _, f := range sec.flags {
 			kind, usage := flag.UnquoteUsage(f)
 			head := "  --" + f.Name
 			if kind != "" {

@@ -90,6 +90,7 @@ var rules = []rule{
 	{"httpapi/schema", false, []string{"./..."}, "a self-contained validator"},
 	{"httpapi/httpguard", false, []string{"./..."}, "HTTP limits that know nothing of Placement"},
 	{"bench/cmd/placement-bigbody", false, []string{"./..."}, "it measures a running server over HTTP"},
+	{"bench/cmd/placement-unread", false, []string{"./..."}, "it measures a running server over HTTP"},
 	{"cluster", false, []string{"./httpapi/...", "./snapshot/export", "./snapshot/upstream"},
 		"the cluster knows nothing of Placement's HTTP API"},
 	{"cluster", false, []string{"./cluster/front"},

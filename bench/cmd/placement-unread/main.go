@@ -137,9 +137,11 @@ func sample(pid int) procSample {
 		}
 	}
 	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if f := strings.Fields(string(stat)); len(f) > 15 {
-		utime, _ := strconv.ParseFloat(f[13], 64)
-		stime, _ := strconv.ParseFloat(f[14], 64)
+	// Fields after the command name (which may hold spaces): utime and
+	// stime are the 12th and 13th.
+	if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 12 {
+		utime, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
 		s.cpu = (utime + stime) / 100
 	}
 	return s
